@@ -1,0 +1,1 @@
+"""The only code that touches hardware, the OS or another interpreter."""

@@ -1,0 +1,234 @@
+"""The operating system: platform, memory, containers, WSL, /dev/shm, the PCI bus, the CUDA
+toolkit on disk, and who owns a process. Read-only, time-bounded where it runs programs."""
+
+from __future__ import annotations
+
+import getpass
+import glob
+import os
+import platform
+import re
+import shutil
+import socket
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from cudadoctor.backends.child import run_child
+from cudadoctor.facts import GpuProcess, PciDevice, PciFacts, SystemFacts, ToolkitFacts, ToolkitInstall
+
+NVIDIA_VENDOR = "0x10de"
+# PCI class 0x03xxxx is a display controller (VGA 0x0300, 3D 0x0302); NVSwitch bridges are not GPUs.
+_GPU_CLASS_PREFIX = "0x03"
+
+SYSFS_PCI = "/sys/bus/pci/devices"
+
+_ENV_PREFIXES = ("CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_", "NCCL_", "CUDNN_", "PIP_", "UV_")
+_ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "CONDA_PREFIX", "VIRTUAL_ENV", "OMP_NUM_THREADS")
+_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+def mask_value(name: str, value: str) -> str:
+    """Secrets never leave the machine: masked in every report, not only the Markdown one."""
+    if is_secret_name(name):
+        return "***"
+    # credentials inside URLs (PIP_INDEX_URL=https://user:pass@host/…)
+    return re.sub(r"(?<=://)[^/@\s]+@", "***@", value)
+
+
+def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: mask_value(k, v)
+        for k, v in sorted(environ.items())
+        if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES
+    }
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _os_release() -> tuple[str | None, str | None]:
+    text = _read("/etc/os-release") or ""
+    fields = dict(
+        (k, v.strip().strip('"')) for k, _, v in (ln.partition("=") for ln in text.splitlines()) if k
+    )
+    return fields.get("PRETTY_NAME"), fields.get("ID")
+
+
+def _container_hints(environ: Mapping[str, str]) -> list[str]:
+    hints = []
+    if os.path.exists("/.dockerenv"):
+        hints.append("/.dockerenv")
+    if os.path.exists("/run/.containerenv"):
+        hints.append("/run/.containerenv (podman)")
+    cgroup = _read("/proc/1/cgroup") or ""
+    for word in ("docker", "kubepods", "containerd", "lxc"):
+        if word in cgroup:
+            hints.append(f"/proc/1/cgroup mentions {word}")
+            break
+    if "KUBERNETES_SERVICE_HOST" in environ:
+        hints.append("KUBERNETES_SERVICE_HOST is set")
+    if "NVIDIA_VISIBLE_DEVICES" in environ:
+        hints.append("NVIDIA_VISIBLE_DEVICES is set")
+    return hints
+
+
+def _shm_total() -> int | None:
+    try:
+        st = os.statvfs("/dev/shm")
+    except (OSError, AttributeError):
+        return None
+    return st.f_blocks * st.f_frsize
+
+
+def _memory_total() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:  # psutil missing or unsupported platform
+        return None
+
+
+def system_facts(environ: Mapping[str, str]) -> SystemFacts:
+    pretty, os_id = _os_release() if sys.platform.startswith("linux") else (None, None)
+    if sys.platform == "darwin":
+        pretty = f"macOS {platform.mac_ver()[0]}"
+    elif sys.platform == "win32":
+        pretty = f"Windows {platform.release()} ({platform.version()})"
+    kernel = platform.release()
+    hints = _container_hints(environ) if sys.platform.startswith("linux") else []
+    module = _read("/proc/driver/nvidia/version")
+    module_version = None
+    if module:
+        m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", module)
+        module_version = m.group(1) if m else None
+    try:
+        user: str | None = getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        user = None
+    return SystemFacts(
+        os=platform.system() or sys.platform,
+        os_release=pretty,
+        os_id=os_id,
+        kernel=kernel,
+        machine=platform.machine(),
+        python_version=platform.python_version(),
+        python_executable=sys.executable,
+        hostname=socket.gethostname(),
+        user=user,
+        cpu_count=os.cpu_count(),
+        memory_total=_memory_total(),
+        in_container=bool(hints) and any("NVIDIA_VISIBLE_DEVICES" not in h for h in hints),
+        container_hints=hints,
+        wsl="microsoft" in kernel.lower() or os.path.exists("/usr/lib/wsl/lib"),
+        shm_total=_shm_total() if sys.platform.startswith("linux") else None,
+        kernel_module_version=module_version,
+        env=relevant_env(environ),
+    )
+
+
+def pci_facts(root: str | None = None) -> PciFacts:
+    root = root or SYSFS_PCI
+    if not os.path.isdir(root):
+        return PciFacts(scanned=False)
+    gpus = []
+    for dev in sorted(os.listdir(root)):
+        base = os.path.join(root, dev)
+        if (_read(os.path.join(base, "vendor")) or "").strip() != NVIDIA_VENDOR:
+            continue
+        cls = (_read(os.path.join(base, "class")) or "").strip()
+        if not cls.startswith(_GPU_CLASS_PREFIX):
+            continue
+        driver_link = os.path.join(base, "driver")
+        driver = os.path.basename(os.readlink(driver_link)) if os.path.islink(driver_link) else None
+        gpus.append(
+            PciDevice(
+                address=dev,
+                device_id=(_read(os.path.join(base, "device")) or "").strip() or None,
+                class_code=cls,
+                kernel_driver=driver,
+            )
+        )
+    return PciFacts(scanned=True, nvidia_gpus=gpus, method="sysfs")
+
+
+_TOOLKIT_GLOBS = ("/usr/local/cuda", "/usr/local/cuda-*", "/opt/cuda")
+
+
+def _toolkit_version(path: str) -> str | None:
+    text = _read(os.path.join(path, "version.json"))
+    if text:
+        m = re.search(r'"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"(\d+\.\d+)', text)
+        if m:
+            return m.group(1)
+    text = _read(os.path.join(path, "version.txt"))
+    if text:
+        m = re.search(r"(\d+\.\d+)", text)
+        if m:
+            return m.group(1)
+    m = re.search(r"cuda-(\d+\.\d+)$", path)
+    if m:
+        return m.group(1)
+    for info in glob.glob(os.path.join(path, "dist-info", "nvidia_cuda_runtime-*.dist-info")):
+        m = re.search(r"runtime-(\d+\.\d+)", info)
+        if m:
+            return m.group(1)
+    return None
+
+
+def toolkit_facts(environ: Mapping[str, str], timeout: float = 5.0) -> ToolkitFacts:
+    facts = ToolkitFacts(cuda_home=environ.get("CUDA_HOME") or environ.get("CUDA_PATH"))
+    nvcc = shutil.which("nvcc", path=environ.get("PATH"))
+    if nvcc is None and facts.cuda_home:
+        candidate = os.path.join(facts.cuda_home, "bin", "nvcc")
+        nvcc = candidate if os.access(candidate, os.X_OK) else None
+    facts.nvcc_path = nvcc
+    if nvcc:
+        res = run_child([nvcc, "--version"], timeout=timeout)
+        m = re.search(r"release (\d+\.\d+)", res.stdout)
+        facts.nvcc_version = m.group(1) if m else None
+    seen: set[str] = set()
+    seen_libs: set[str] = set()
+    roots = [p for g in _TOOLKIT_GLOBS for p in sorted(glob.glob(g))]
+    if facts.cuda_home:
+        roots.insert(0, facts.cuda_home)
+    for path in roots:
+        real = os.path.realpath(path)
+        if real in seen or not os.path.isdir(real):
+            continue
+        seen.add(real)
+        facts.installs.append(ToolkitInstall(path=path, version=_toolkit_version(real)))
+        for lib in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib")):
+            for so in sorted(glob.glob(os.path.join(real, lib, "libcudart.so.*"))):
+                # lib64 -> lib and targets/… are often the same files under other names
+                if os.path.realpath(so) not in seen_libs:
+                    seen_libs.add(os.path.realpath(so))
+                    facts.libcudart.append(so)
+    return facts
+
+
+def describe_processes(procs: list[GpuProcess]) -> None:
+    """Fill in name, user and command with psutil; a process that vanished or is hidden stays None."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    for p in procs:
+        try:
+            proc = psutil.Process(p.pid)
+            with proc.oneshot():
+                p.name = proc.name()
+                p.user = proc.username()
+                p.command = " ".join(proc.cmdline()) or p.name
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue

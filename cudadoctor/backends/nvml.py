@@ -1,0 +1,228 @@
+"""NVML through nvidia-ml-py: loaded lazily, every call through one guarded helper.
+
+NVML errors become names (the part after NVML_ERROR_), never exceptions for the caller:
+an old driver's missing functions, a device that does not support a query, or a lost GPU
+each leave a mark in the facts and the rest of the query goes on.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from cudadoctor.facts import DriverFacts, GpuProcess, MigInstance, NvmlDevice
+
+_LOCK = threading.Lock()
+
+
+class _DeviceGone(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _error_names(nv: Any) -> dict[int, str]:
+    return {getattr(nv, n): n[len("NVML_ERROR_") :] for n in dir(nv) if n.startswith("NVML_ERROR_")}
+
+
+def _text(value: Any) -> str:
+    # nvidia-ml-py >= 11.515.48 returns str; the old pynvml fork returned bytes.
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _binding_version() -> str | None:
+    for dist in ("nvidia-ml-py", "nvidia-ml-py3", "pynvml"):
+        try:
+            return f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _loaded_library_path() -> str | None:
+    """The libnvidia-ml file this process mapped (Linux), which names the user-space version."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                if "libnvidia-ml" in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def library_version_from_path(path: str | None) -> str | None:
+    if not path:
+        return None
+    m = re.search(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$", path)
+    return m.group(1) if m else None
+
+
+class _Session:
+    """One guarded NVML call helper for the lifetime of an init/shutdown pair."""
+
+    def __init__(self, nv: Any, facts: DriverFacts) -> None:
+        self.nv = nv
+        self.facts = facts
+        self.names = _error_names(nv)
+
+    def call(self, fn_name: str, *args: Any, device: NvmlDevice | None = None, what: str = "") -> Any:
+        fn: Callable[..., Any] | None = getattr(self.nv, fn_name, None)
+        if fn is None:
+            self._missing(fn_name)
+            return None
+        try:
+            return fn(*args)
+        except self.nv.NVMLError as exc:
+            name = self.names.get(exc.value, f"CODE_{exc.value}")
+            if name == "FUNCTION_NOT_FOUND":
+                self._missing(fn_name)
+            elif name in ("GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND") and device is not None:
+                raise _DeviceGone(name) from None
+            elif device is not None:
+                device.unsupported[what or fn_name] = name
+            return None
+        except self.nv.NVMLLibraryMismatchError:
+            self._missing(fn_name)
+            return None
+
+    def first(self, names: list[str], *args: Any, device: NvmlDevice | None = None, what: str = "") -> Any:
+        """Call the newest of several versioned functions the driver has."""
+        missing_before = len(self.facts.missing_functions)
+        for name in names:
+            value = self.call(name, *args, device=device, what=what)
+            if value is not None:
+                # an older fallback answered: the newer one is not worth reporting as missing
+                del self.facts.missing_functions[missing_before:]
+                return value
+        return None
+
+    def _missing(self, fn_name: str) -> None:
+        if fn_name not in self.facts.missing_functions:
+            self.facts.missing_functions.append(fn_name)
+
+
+def query_driver(with_processes: bool = True) -> DriverFacts:
+    """Everything NVML can tell about the driver and each GPU. Never raises for NVML trouble."""
+    try:
+        import pynvml as nv  # the nvidia-ml-py binding
+    except ImportError:
+        return DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING")
+
+    facts = DriverFacts(binding=_binding_version(), library_loaded=False, init_status="ok")
+    with _LOCK:
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as exc:
+            facts.init_status = _error_names(nv).get(exc.value, f"CODE_{exc.value}")
+            facts.init_message = _text(str(exc))
+            facts.library_loaded = nv.nvmlLib is not None
+            facts.library_path = _loaded_library_path() if facts.library_loaded else None
+            facts.library_version = library_version_from_path(facts.library_path)
+            return facts
+        try:
+            facts.library_loaded = True
+            facts.library_path = _loaded_library_path()
+            facts.library_version = library_version_from_path(facts.library_path)
+            _query_system(_Session(nv, facts), with_processes)
+        finally:
+            try:
+                nv.nvmlShutdown()
+            except nv.NVMLError:
+                pass
+    return facts
+
+
+def _query_system(s: _Session, with_processes: bool) -> None:
+    f = s.facts
+    version = s.call("nvmlSystemGetDriverVersion")
+    f.driver_version = _text(version) if version is not None else None
+    f.cuda_driver_version = s.first(["nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"])
+    nvml_version = s.call("nvmlSystemGetNVMLVersion")
+    f.nvml_version = _text(nvml_version) if nvml_version is not None else None
+    f.device_count = s.call("nvmlDeviceGetCount")
+    for index in range(f.device_count or 0):
+        dev = NvmlDevice(index=index)
+        try:
+            handle = s.call("nvmlDeviceGetHandleByIndex", index, device=dev, what="handle")
+            if handle is None:
+                dev.error = dev.unsupported.pop("handle", "UNKNOWN")
+            else:
+                _query_device(s, handle, dev, with_processes)
+        except _DeviceGone as gone:
+            dev.error = gone.name
+        f.devices.append(dev)
+
+
+def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) -> None:
+    name = s.call("nvmlDeviceGetName", h, device=dev, what="name")
+    dev.name = _text(name) if name is not None else None
+    uuid = s.call("nvmlDeviceGetUUID", h, device=dev, what="uuid")
+    dev.uuid = _text(uuid) if uuid is not None else None
+    pci = s.call("nvmlDeviceGetPciInfo", h, device=dev, what="pci")
+    if pci is not None:
+        dev.pci_bus_id = _text(pci.busId)
+    cc = s.call("nvmlDeviceGetCudaComputeCapability", h, device=dev, what="compute_capability")
+    if cc is not None:
+        dev.compute_capability = f"{cc[0]}.{cc[1]}"
+    mem = s.call("nvmlDeviceGetMemoryInfo", h, device=dev, what="memory")
+    if mem is not None:
+        dev.memory_total, dev.memory_free, dev.memory_used = int(mem.total), int(mem.free), int(mem.used)
+    util = s.call("nvmlDeviceGetUtilizationRates", h, device=dev, what="utilization")
+    if util is not None:
+        dev.utilization_gpu = int(util.gpu)
+    dev.temperature_c = s.call("nvmlDeviceGetTemperature", h, 0, device=dev, what="temperature")
+    dev.pcie_gen_current = s.call("nvmlDeviceGetCurrPcieLinkGeneration", h, device=dev, what="pcie")
+    dev.pcie_gen_max = s.call("nvmlDeviceGetMaxPcieLinkGeneration", h, device=dev, what="pcie")
+    dev.pcie_width_current = s.call("nvmlDeviceGetCurrPcieLinkWidth", h, device=dev, what="pcie")
+    dev.pcie_width_max = s.call("nvmlDeviceGetMaxPcieLinkWidth", h, device=dev, what="pcie")
+    mig = s.call("nvmlDeviceGetMigMode", h, device=dev, what="mig")
+    dev.unsupported.pop("mig", None)  # NOT_SUPPORTED just means a GPU without MIG
+    if mig is not None:
+        dev.mig_enabled = bool(mig[0])
+        if dev.mig_enabled:
+            dev.mig_instances = _query_mig(s, h, dev)
+    if with_processes:
+        dev.processes = _query_processes(s, h, dev)
+
+
+def _query_mig(s: _Session, h: Any, dev: NvmlDevice) -> list[MigInstance]:
+    out: list[MigInstance] = []
+    for i in range(s.call("nvmlDeviceGetMaxMigDeviceCount", h, device=dev, what="mig") or 0):
+        probe = NvmlDevice(index=i)
+        mh = s.call("nvmlDeviceGetMigDeviceHandleByIndex", h, i, device=probe, what="handle")
+        if mh is None:
+            continue  # NOT_FOUND: an empty slot
+        inst = MigInstance(index=i)
+        uuid = s.call("nvmlDeviceGetUUID", mh, device=probe, what="uuid")
+        inst.uuid = _text(uuid) if uuid is not None else None
+        mem = s.call("nvmlDeviceGetMemoryInfo", mh, device=probe, what="memory")
+        if mem is not None:
+            inst.memory_total, inst.memory_used = int(mem.total), int(mem.used)
+        out.append(inst)
+    return out
+
+
+def _query_processes(s: _Session, h: Any, dev: NvmlDevice) -> list[GpuProcess]:
+    procs: dict[int, GpuProcess] = {}
+    for kind, names in (
+        ("compute", ["nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"]),
+        (
+            "graphics",
+            ["nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"],
+        ),
+    ):
+        for p in s.first(names, h, device=dev, what=f"{kind}_processes") or []:
+            if p.pid in procs:
+                continue
+            used = p.usedGpuMemory
+            procs[p.pid] = GpuProcess(
+                pid=int(p.pid), used_memory=None if used is None else int(used), kind=kind
+            )
+    return list(procs.values())

@@ -1,0 +1,166 @@
+"""The command line: click commands that wire probes, rules and renderers together."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from cudadoctor import __version__, exitcodes
+from cudadoctor.model import Severity
+from cudadoctor.serial import FormatError
+
+FORMATS = ("text", "json", "markdown")
+
+
+def _fail(message: str, code: int = exitcodes.USAGE) -> None:
+    click.echo(f"cudadoctor: {message}", err=True)
+    sys.exit(code)
+
+
+def _check_writable(path: str) -> None:
+    p = Path(path)
+    if p.is_dir():
+        _fail(f"cannot write --output {path}: it is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        _fail(f"cannot write --output {path}: no such directory {parent}")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        _fail(f"cannot write --output {path}: permission denied")
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write --output {path}: {exc.strerror or exc}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="cudadoctor")
+def cli() -> None:
+    """Why PyTorch cannot use your NVIDIA GPU, or how well it can, and what to type to fix it.
+
+    Exit codes: 0 healthy, 1 problems found, 2 usage error, 3 the doctor could not finish,
+    4 `gpus --pick` found too few GPUs (docs/exit-codes.md).
+    """
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="Report format on stdout.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option(
+    "--output",
+    "-o",
+    type=str,
+    metavar="FILE",
+    help="Also write the JSON report to FILE; the chosen format still goes to stdout.",
+)
+@click.option("--redact", is_flag=True, help="Markdown/JSON: replace host and user names and UUIDs.")
+@click.option(
+    "--from",
+    "from_file",
+    type=str,
+    metavar="REPORT.json",
+    help="Re-run the rules on the facts of a saved JSON report instead of this machine.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks.")
+def check(
+    fmt: str, as_json: bool, output: str | None, redact: bool, from_file: str | None, verbose: bool
+) -> None:
+    """Diagnose this machine: driver, CUDA, toolkit, system; every problem with its fix."""
+    from cudadoctor import report as report_mod
+    from cudadoctor.probes import Context
+    from cudadoctor.probes.registry import CHECK_PROBES
+    from cudadoctor.rules import evaluate
+    from cudadoctor.runner import run_probes
+
+    if as_json:
+        fmt = "json"
+    if output:
+        _check_writable(output)
+    if from_file:
+        try:
+            text = Path(from_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot read --from {from_file}: {exc.strerror or exc}")
+        try:
+            facts, outcomes = report_mod.load_facts(text)
+        except FormatError as exc:
+            _fail(f"--from {from_file}: {exc}")
+    else:
+        facts, outcomes = run_probes(CHECK_PROBES, Context())
+    findings = evaluate(facts, outcomes)
+    rep = report_mod.build("check", facts, outcomes, findings, Severity.ERROR)
+    _emit(rep, fmt, output, redact, verbose)
+    sys.exit(rep.exit_code)
+
+
+def _emit(rep, fmt: str, output: str | None, redact: bool, verbose: bool) -> None:  # type: ignore[no-untyped-def]
+    from cudadoctor import report as report_mod
+    from cudadoctor.render import markdown, text
+
+    json_text = report_mod.to_json(rep)
+    if redact:
+        import json
+
+        from cudadoctor.render.redact import redact as do_redact
+
+        s = rep.facts.system
+        json_text = (
+            json.dumps(
+                do_redact(json.loads(json_text), s.hostname if s else None, s.user if s else None), indent=2
+            )
+            + "\n"
+        )
+    if output:
+        _write(output, json_text)
+    if fmt == "json":
+        click.echo(json_text, nl=False)
+    elif fmt == "markdown":
+        click.echo(markdown.render(rep, redact_ids=redact))
+    else:
+        text.render(rep, text.make_console(), verbose=verbose)
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Print the page of a finding code (e.g. CD101)."""
+    from cudadoctor.rules import CATALOGUE
+
+    e = CATALOGUE.get(code.upper())
+    if e is None:
+        _fail(f"unknown finding code {code!r}; see docs/findings.md for the list")
+    click.echo(f"{e.code} {e.name} ({e.severity.value}, section {e.section})\n")
+    click.echo(f"{e.summary}\n")
+    import textwrap
+
+    click.echo(textwrap.fill(e.explanation, width=88))
+
+
+def main() -> None:
+    verbose = "-v" in sys.argv or "--verbose" in sys.argv
+    try:
+        cli(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # the last line of defence: no traceback unless asked for
+        if verbose:
+            traceback.print_exc()
+        click.echo(
+            f"cudadoctor: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True
+        )
+        sys.exit(exitcodes.INCOMPLETE)

@@ -1,0 +1,149 @@
+"""What the probes collected: JSON-serialisable dataclasses, saved in every JSON report.
+
+Every field may be None where the fact could not be read; the rules treat None as "unknown",
+never as "false".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    used_memory: int | None  # bytes; None where the OS hides it (WDDM)
+    kind: str = "compute"  # compute | graphics
+    name: str | None = None
+    user: str | None = None
+    command: str | None = None
+
+
+@dataclass
+class MigInstance:
+    index: int
+    uuid: str | None = None
+    memory_total: int | None = None
+    memory_used: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class NvmlDevice:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    compute_capability: str | None = None  # "9.0"
+    memory_total: int | None = None
+    memory_free: int | None = None
+    memory_used: int | None = None
+    utilization_gpu: int | None = None
+    temperature_c: int | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    mig_enabled: bool | None = None
+    mig_instances: list[MigInstance] = field(default_factory=list)
+    processes: list[GpuProcess] = field(default_factory=list)
+    # NVML error name when the device could not be queried at all (GPU_IS_LOST, …)
+    error: str | None = None
+    # queries this device's driver does not answer: {"temperature": "NOT_SUPPORTED"}
+    unsupported: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DriverFacts:
+    """The NVIDIA driver as NVML sees it."""
+
+    binding: str | None  # "nvidia-ml-py 13.615.71", or None when the binding is missing
+    library_loaded: bool
+    init_status: str  # "ok" or an NVML error name: LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, …
+    init_message: str | None = None
+    library_path: str | None = None  # the libnvidia-ml the process actually loaded
+    library_version: str | None = None  # user-space driver version, from that file name
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None  # 12020 means 12.2
+    nvml_version: str | None = None
+    device_count: int | None = None
+    devices: list[NvmlDevice] = field(default_factory=list)
+    missing_functions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CudaDriverFacts:
+    """libcuda loaded with ctypes in a child process: what cuInit and friends say."""
+
+    library_found: bool
+    library_path: str | None = None
+    candidates: list[str] = field(default_factory=list)  # names and paths tried
+    load_error: str | None = None
+    init_result: int | None = None  # CUresult of cuInit(0)
+    init_error_name: str | None = None  # CUDA_ERROR_NO_DEVICE, …
+    driver_version: int | None = None  # cuDriverGetVersion, 12020 means 12.2
+    device_count: int | None = None
+    timed_out: bool = False
+    child_error: str | None = None
+
+
+@dataclass
+class ToolkitInstall:
+    path: str
+    version: str | None = None
+
+
+@dataclass
+class ToolkitFacts:
+    nvcc_path: str | None = None
+    nvcc_version: str | None = None  # "13.0"
+    cuda_home: str | None = None  # CUDA_HOME, else CUDA_PATH
+    installs: list[ToolkitInstall] = field(default_factory=list)
+    libcudart: list[str] = field(default_factory=list)  # files found in the usual places
+
+
+@dataclass
+class PciDevice:
+    address: str
+    device_id: str | None = None
+    class_code: str | None = None
+    kernel_driver: str | None = None  # nvidia, nouveau, vfio-pci, or None when unbound
+
+
+@dataclass
+class PciFacts:
+    scanned: bool  # False where the bus cannot be read (no /sys, macOS, Windows)
+    nvidia_gpus: list[PciDevice] = field(default_factory=list)
+    method: str | None = None
+
+
+@dataclass
+class SystemFacts:
+    os: str  # Linux, Windows, Darwin
+    os_release: str | None = None  # "Ubuntu 22.04.4 LTS"
+    os_id: str | None = None  # ubuntu, debian, rhel, fedora, arch, …
+    kernel: str | None = None
+    machine: str | None = None  # x86_64, aarch64, arm64
+    python_version: str | None = None
+    python_executable: str | None = None
+    hostname: str | None = None
+    user: str | None = None
+    cpu_count: int | None = None
+    memory_total: int | None = None
+    in_container: bool = False
+    container_hints: list[str] = field(default_factory=list)
+    wsl: bool = False
+    shm_total: int | None = None  # /dev/shm size in bytes
+    kernel_module_version: str | None = None  # /proc/driver/nvidia/version
+    env: dict[str, str] = field(default_factory=dict)  # relevant variables, secrets masked
+
+
+@dataclass
+class Facts:
+    """Everything one run collected; a probe that did not finish leaves its field None."""
+
+    system: SystemFacts | None = None
+    pci: PciFacts | None = None
+    driver: DriverFacts | None = None
+    cuda_driver: CudaDriverFacts | None = None
+    toolkit: ToolkitFacts | None = None

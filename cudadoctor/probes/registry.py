@@ -1,0 +1,14 @@
+"""The probes `cudadoctor check` runs, in the order their sections print."""
+
+from __future__ import annotations
+
+from cudadoctor.probes import Probe, cuda_driver, driver, system
+
+# Time bounds are generous: each is far above a healthy run, and far below a hung one.
+CHECK_PROBES: list[Probe] = [
+    Probe("system", system.collect_system, timeout=10),
+    Probe("pci", system.collect_pci, timeout=10),
+    Probe("driver", driver.collect, timeout=15),
+    Probe("cuda_driver", cuda_driver.collect, timeout=25),
+    Probe("toolkit", system.collect_toolkit, timeout=10),
+]

@@ -1,0 +1,62 @@
+"""A Markdown report to paste into a bug report. Secrets in the environment are always masked
+(at collection); --redact also replaces host and user names and UUIDs."""
+
+from __future__ import annotations
+
+import json
+
+from cudadoctor.render.redact import redact
+from cudadoctor.report import Report
+from cudadoctor.rules.catalogue import SECTIONS
+from cudadoctor.serial import to_jsonable
+
+_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}
+
+
+def render(report: Report, redact_ids: bool = False) -> str:
+    data = to_jsonable(report)
+    if redact_ids:
+        s = report.facts.system
+        data = redact(data, s.hostname if s else None, s.user if s else None)
+    lines = [
+        f"## cudadoctor {data['version']} report",
+        "",
+        f"**Verdict:** {data['verdict']}",
+        "",
+        f"Exit code {data['exit_code']} · schema {data['schema_version']} · {data['created']}",
+        "",
+    ]
+    system = data["facts"].get("system")
+    if system:
+        lines += [
+            "| | |",
+            "|---|---|",
+            f"| OS | {system.get('os_release') or system.get('os')} ({system.get('machine')}) |",
+            f"| Python | {system.get('python_version')} `{system.get('python_executable')}` |",
+            f"| Host | {system.get('hostname')} |",
+            "",
+        ]
+    for section in SECTIONS:
+        found = [f for f in data["findings"] if f["section"] == section]
+        if not found:
+            continue
+        lines += [f"### {section}", ""]
+        for f in found:
+            lines.append(f"- {_ICON[f['severity']]} **{f['code']}** {f['title']}")
+            if f["severity"] != "ok" and f["why"]:
+                lines.append(f"  - {f['why']}")
+            for rem in f["fix"]:
+                lines.append(f"  - Fix — {rem['when']}:")
+                lines += ["", "    ```sh", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
+        lines.append("")
+    lines += [
+        "<details><summary>Facts (JSON)</summary>",
+        "",
+        "```json",
+        json.dumps(data["facts"], indent=2),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,23 @@
+"""Rules: pure functions from facts to findings, in the order their sections print."""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.model import Finding, ProbeOutcome
+from cudadoctor.rules import cuda_driver, doctor, driver, system, toolkit
+from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
+
+_FACT_RULES = (driver.evaluate, cuda_driver.evaluate, toolkit.evaluate, system.evaluate)
+
+
+def evaluate(facts: Facts, outcomes: list[ProbeOutcome]) -> list[Finding]:
+    findings = doctor.evaluate(outcomes)
+    for rule in _FACT_RULES:
+        findings.extend(rule(facts))
+    order = {s: i for i, s in enumerate(SECTIONS)}
+    # stable: sections in report order, worst first inside a section
+    findings.sort(key=lambda x: (order[x.section], -x.severity.rank))
+    return findings
+
+
+__all__ = ["CATALOGUE", "evaluate"]

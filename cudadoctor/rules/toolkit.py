@@ -1,0 +1,69 @@
+"""The CUDA toolkit on disk: useful for compiling, never a driver, and not what torch runs on."""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.model import Finding, Severity
+from cudadoctor.rules.catalogue import entry
+
+TOOLKIT_WITHOUT_DRIVER = entry(
+    "CD130",
+    "toolkit-without-driver",
+    Severity.INFO,
+    "Toolkit",
+    "A CUDA toolkit is installed, but a toolkit is not a driver",
+    """nvcc and libcudart compile and run CUDA code only on top of the NVIDIA driver (libcuda.so.1),
+    which this machine does not have. Installing or upgrading the toolkit will not make a GPU usable.
+    A pip- or conda-installed PyTorch carries its own CUDA runtime and does not need this toolkit.""",
+)
+TOOLKIT_PRESENT = entry(
+    "CD131",
+    "toolkit-present",
+    Severity.INFO,
+    "Toolkit",
+    "CUDA toolkit installed",
+    """The toolkit is needed only to compile CUDA code (custom extensions, flash-attn builds). PyTorch
+    wheels bundle their own CUDA runtime, so the toolkit's version does not have to match torch's.""",
+)
+NO_TOOLKIT = entry(
+    "CD132",
+    "toolkit-absent",
+    Severity.OK,
+    "Toolkit",
+    "No CUDA toolkit, and none is needed to run PyTorch",
+    """pip and conda builds of PyTorch bring their own CUDA runtime and libraries. A toolkit (nvcc) is
+    needed only to compile CUDA extensions.""",
+)
+
+
+def _describe(f: Facts) -> str:
+    t = f.toolkit
+    assert t is not None
+    parts = []
+    if t.nvcc_path:
+        parts.append(f"nvcc {t.nvcc_version or '?'} at {t.nvcc_path}")
+    for inst in t.installs:
+        parts.append(f"CUDA {inst.version or '?'} at {inst.path}")
+    if t.cuda_home:
+        parts.append(f"CUDA_HOME={t.cuda_home}")
+    return "; ".join(parts)
+
+
+def evaluate(f: Facts) -> list[Finding]:
+    t = f.toolkit
+    if t is None:
+        return []
+    if not (t.nvcc_path or t.installs or t.libcudart):
+        return [NO_TOOLKIT.finding()]
+    no_driver = (f.driver is not None and f.driver.init_status != "ok") or (
+        f.cuda_driver is not None and not f.cuda_driver.library_found
+    )
+    described = _describe(f)
+    if no_driver:
+        return [
+            TOOLKIT_WITHOUT_DRIVER.finding(
+                title=f"CUDA toolkit found ({described or 'files'}), but no NVIDIA driver: "
+                "a toolkit is not a driver",
+            )
+        ]
+    return [TOOLKIT_PRESENT.finding(title=f"CUDA toolkit: {described}")]

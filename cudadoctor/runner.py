@@ -1,0 +1,56 @@
+"""Runs probes concurrently, each time-bounded; a crash or overrun becomes an outcome."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from cudadoctor.facts import Facts
+from cudadoctor.model import ProbeOutcome
+from cudadoctor.probes import Context, Probe
+
+
+def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[Facts, list[ProbeOutcome]]:
+    results: dict[str, Any] = {}
+    errors: dict[str, tuple[str, str]] = {}
+    finished: dict[str, float] = {}
+
+    def work(probe: Probe) -> None:
+        start = time.monotonic()
+        try:
+            results[probe.name] = probe.collect(ctx)
+        except BaseException as exc:  # a probe must never take the report down
+            errors[probe.name] = (f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        finally:
+            finished[probe.name] = time.monotonic() - start
+
+    start = time.monotonic()
+    # Daemon threads: a probe stuck in a C call cannot keep the process alive after the report.
+    threads = [
+        (p, threading.Thread(target=work, args=(p,), name=f"probe-{p.name}", daemon=True)) for p in probes
+    ]
+    for _, t in threads:
+        t.start()
+    facts = Facts()
+    outcomes = []
+    for probe, t in threads:
+        t.join(max(0.0, start + probe.timeout - time.monotonic()))
+        if t.is_alive():
+            outcomes.append(
+                ProbeOutcome(
+                    probe.name,
+                    "timeout",
+                    round(time.monotonic() - start, 3),
+                    error=f"did not finish within {probe.timeout:g} s",
+                )
+            )
+        elif probe.name in errors:
+            message, tb = errors[probe.name]
+            outcomes.append(ProbeOutcome(probe.name, "crashed", round(finished[probe.name], 3), message, tb))
+        else:
+            setattr(facts, probe.name, results[probe.name])
+            outcomes.append(ProbeOutcome(probe.name, "ok", round(finished[probe.name], 3)))
+    return facts, outcomes

@@ -1,0 +1,43 @@
+"""Sizes as people write them (8GiB, 8G, 8192MiB, 0.5TB) and as the doctor prints them."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from "8GiB", "8G" (binary, as nvidia-smi's MiB), "8GB" (decimal), "8192MiB", "0.5TB".
+
+    Raises ValueError with a message fit for a usage error.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"{text!r} is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    return int(value)
+
+
+def format_size(n: int | None) -> str:
+    if n is None:
+        return "N/A"
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
