@@ -74,9 +74,21 @@ def cli() -> None:
     metavar="REPORT.json",
     help="Re-run the rules on the facts of a saved JSON report instead of this machine.",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.5),
+    metavar="SECONDS",
+    help="Time bound for every probe (default: each probe's own, 10-30 s).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks.")
 def check(
-    fmt: str, as_json: bool, output: str | None, redact: bool, from_file: str | None, verbose: bool
+    fmt: str,
+    as_json: bool,
+    output: str | None,
+    redact: bool,
+    from_file: str | None,
+    timeout: float | None,
+    verbose: bool,
 ) -> None:
     """Diagnose this machine: driver, CUDA, toolkit, system; every problem with its fix."""
     from cudadoctor import report as report_mod
@@ -99,7 +111,7 @@ def check(
         except FormatError as exc:
             _fail(f"--from {from_file}: {exc}")
     else:
-        facts, outcomes = run_probes(CHECK_PROBES, Context())
+        facts, outcomes = run_probes(CHECK_PROBES, Context(timeout=timeout))
     findings = evaluate(facts, outcomes)
     rep = report_mod.build("check", facts, outcomes, findings, Severity.ERROR)
     _emit(rep, fmt, output, redact, verbose)
@@ -118,9 +130,7 @@ def _emit(rep, fmt: str, output: str | None, redact: bool, verbose: bool) -> Non
 
         s = rep.facts.system
         json_text = (
-            json.dumps(
-                do_redact(json.loads(json_text), s.hostname if s else None, s.user if s else None), indent=2
-            )
+            json.dumps(do_redact(json.loads(json_text), s.hostname if s else None, s.user if s else None), indent=2)
             + "\n"
         )
     if output:
@@ -160,7 +170,5 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: no traceback unless asked for
         if verbose:
             traceback.print_exc()
-        click.echo(
-            f"cudadoctor: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True
-        )
+        click.echo(f"cudadoctor: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True)
         sys.exit(exitcodes.INCOMPLETE)

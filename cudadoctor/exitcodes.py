@@ -22,9 +22,7 @@ DESCRIPTIONS = {
 }
 
 
-def decide(
-    findings: Iterable[Finding], outcomes: Iterable[ProbeOutcome], fail_on: Severity = Severity.ERROR
-) -> int:
+def decide(findings: Iterable[Finding], outcomes: Iterable[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> int:
     """The one place that turns a report into an exit code."""
     if any(o.status != "ok" for o in outcomes):
         return INCOMPLETE

@@ -27,17 +27,13 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     tool: str = "cudadoctor"
     version: str = __version__
-    created: str = field(
-        default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    )
+    created: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
 
 def verdict(findings: list[Finding], outcomes: list[ProbeOutcome]) -> str:
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is Severity.WARNING]
-    counts = (
-        f"{len(errors)} error{'s' * (len(errors) != 1)}, {len(warnings)} warning{'s' * (len(warnings) != 1)}"
-    )
+    counts = f"{len(errors)} error{'s' * (len(errors) != 1)}, {len(warnings)} warning{'s' * (len(warnings) != 1)}"
     if errors:
         return f"PROBLEMS ({counts}): {errors[0].title}"
     if any(o.status != "ok" for o in outcomes):
@@ -78,8 +74,7 @@ def load_facts(text: str) -> tuple[Facts, list[ProbeOutcome]]:
         raise FormatError("not a cudadoctor JSON report (no tool/facts fields)")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise FormatError(
-            f"schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}; "
-            f"re-create it with this cudadoctor"
+            f"schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}; re-create it with this cudadoctor"
         )
     facts = from_jsonable(Facts, data["facts"], "$.facts")
     outcomes = from_jsonable(list[ProbeOutcome], data.get("probes", []), "$.probes")

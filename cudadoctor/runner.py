@@ -29,22 +29,21 @@ def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[Facts, list[Probe
 
     start = time.monotonic()
     # Daemon threads: a probe stuck in a C call cannot keep the process alive after the report.
-    threads = [
-        (p, threading.Thread(target=work, args=(p,), name=f"probe-{p.name}", daemon=True)) for p in probes
-    ]
+    threads = [(p, threading.Thread(target=work, args=(p,), name=f"probe-{p.name}", daemon=True)) for p in probes]
     for _, t in threads:
         t.start()
     facts = Facts()
     outcomes = []
     for probe, t in threads:
-        t.join(max(0.0, start + probe.timeout - time.monotonic()))
+        limit = ctx.timeout if ctx.timeout is not None else probe.timeout
+        t.join(max(0.0, start + limit - time.monotonic()))
         if t.is_alive():
             outcomes.append(
                 ProbeOutcome(
                     probe.name,
                     "timeout",
                     round(time.monotonic() - start, 3),
-                    error=f"did not finish within {probe.timeout:g} s",
+                    error=f"did not finish within {limit:g} s",
                 )
             )
         elif probe.name in errors:

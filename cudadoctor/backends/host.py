@@ -42,11 +42,7 @@ def mask_value(name: str, value: str) -> str:
 
 
 def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {
-        k: mask_value(k, v)
-        for k, v in sorted(environ.items())
-        if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES
-    }
+    return {k: mask_value(k, v) for k, v in sorted(environ.items()) if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
 
 
 def _read(path: str) -> str | None:
@@ -58,9 +54,7 @@ def _read(path: str) -> str | None:
 
 def _os_release() -> tuple[str | None, str | None]:
     text = _read("/etc/os-release") or ""
-    fields = dict(
-        (k, v.strip().strip('"')) for k, _, v in (ln.partition("=") for ln in text.splitlines()) if k
-    )
+    fields = dict((k, v.strip().strip('"')) for k, _, v in (ln.partition("=") for ln in text.splitlines()) if k)
     return fields.get("PRETTY_NAME"), fields.get("ID")
 
 

@@ -222,7 +222,5 @@ def _query_processes(s: _Session, h: Any, dev: NvmlDevice) -> list[GpuProcess]:
             if p.pid in procs:
                 continue
             used = p.usedGpuMemory
-            procs[p.pid] = GpuProcess(
-                pid=int(p.pid), used_memory=None if used is None else int(used), kind=kind
-            )
+            procs[p.pid] = GpuProcess(pid=int(p.pid), used_memory=None if used is None else int(used), kind=kind)
     return list(procs.values())

@@ -37,7 +37,6 @@ CU_INIT_ERRORS: dict[int, tuple[str, str]] = {
     ),
     999: (
         "CUDA_ERROR_UNKNOWN",
-        "cuInit failed for an unknown reason; after suspend/resume the nvidia_uvm module often "
-        "needs a reload.",
+        "cuInit failed for an unknown reason; after suspend/resume the nvidia_uvm module often needs a reload.",
     ),
 }

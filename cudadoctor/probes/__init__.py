@@ -13,7 +13,12 @@ from typing import Any
 class Context:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     python: str = sys.executable  # the interpreter whose torch is diagnosed
-    child_timeout: float = 20.0
+    timeout: float | None = None  # --timeout: one bound for every probe instead of each one's own
+
+    @property
+    def child_timeout(self) -> float:
+        """A child process must end before its probe's bound, so its partial output still counts."""
+        return 20.0 if self.timeout is None else max(0.5, self.timeout * 0.8)
 
 
 @dataclass

@@ -75,6 +75,4 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
             if o.traceback:
                 console.print(Text(textwrap.indent(o.traceback.rstrip(), "      "), style="dim"))
     console.print()
-    console.print(
-        Text(f"Explain a code: cudadoctor explain CODE    Exit code: {report.exit_code}", style="dim")
-    )
+    console.print(Text(f"Explain a code: cudadoctor explain CODE    Exit code: {report.exit_code}", style="dim"))

@@ -163,9 +163,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if d is None:
         return []
     if d.init_status == "BINDING_MISSING":
-        return [
-            BINDING_MISSING.finding(fix=[fix("Install it next to cudadoctor", "pip install nvidia-ml-py")])
-        ]
+        return [BINDING_MISSING.finding(fix=[fix("Install it next to cudadoctor", "pip install nvidia-ml-py")])]
     if d.init_status == "ok":
         return _healthy_driver(d)
     if d.init_status == "LIBRARY_NOT_FOUND":

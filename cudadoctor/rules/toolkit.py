@@ -62,8 +62,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if no_driver:
         return [
             TOOLKIT_WITHOUT_DRIVER.finding(
-                title=f"CUDA toolkit found ({described or 'files'}), but no NVIDIA driver: "
-                "a toolkit is not a driver",
+                title=f"CUDA toolkit found ({described or 'files'}), but no NVIDIA driver: a toolkit is not a driver",
             )
         ]
     return [TOOLKIT_PRESENT.finding(title=f"CUDA toolkit: {described}")]

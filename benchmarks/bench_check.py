@@ -1,0 +1,52 @@
+"""Time `cudadoctor check` against `python -m torch.utils.collect_env` on this machine, in one run.
+
+    python benchmarks/bench_check.py [--repeats 5]
+
+Runs the two commands alternately (so both see the same machine state), reports the median wall
+time of each and the ratio. Targets (issue 2): check <= 0.8x collect_env once the torch probes
+exist; the NVML-only driver probe well under 0.3 s (reported from the probe's own timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    return time.perf_counter() - start, p.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    check = [sys.executable, "-m", "cudadoctor", "check", "--json"]
+    collect = [sys.executable, "-m", "torch.utils.collect_env"]
+    ours, theirs, driver_probe = [], [], []
+    for _ in range(args.repeats):
+        t, out = timed(check, env)
+        ours.append(t)
+        probes = {p["name"]: p["seconds"] for p in json.loads(out)["probes"]}
+        driver_probe.append(probes.get("driver", float("nan")))
+        theirs.append(timed(collect, env)[0])
+    a, b = statistics.median(ours), statistics.median(theirs)
+    print(f"cudadoctor check      median {a:.3f} s over {args.repeats} runs")
+    print(f"torch collect_env     median {b:.3f} s over {args.repeats} runs")
+    print(f"ratio check/collect_env = {a / b:.2f}x (target <= 0.80x)")
+    print(f"driver (NVML) probe   median {statistics.median(driver_probe):.3f} s (target < 0.3 s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.fakenvml.build import build
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def real_driver_present() -> bool:
+    return any(
+        os.path.exists(p)
+        for p in ("/proc/driver/nvidia/version", "/usr/lib/wsl/lib/libnvidia-ml.so.1", "/dev/nvidiactl")
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if real_driver_present():
+        return
+    skip = pytest.mark.skip(reason="needs a real NVIDIA GPU and driver")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def fake_libs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    built = build(tmp_path_factory.mktemp("fakenvml"))
+    if built is None:
+        pytest.skip("no C compiler to build the fake libnvidia-ml")
+    return built
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+    def codes(self) -> list[str]:
+        return [f["code"] for f in self.json["findings"]]
+
+
+@pytest.fixture
+def run_cli(fake_libs: tuple[Path, Path], tmp_path: Path):
+    """Run `python -m cudadoctor ARGS` against a fake machine description (None: this machine)."""
+    nvml_dir, cuda_dir = fake_libs
+
+    def run(
+        *args: str,
+        machine: str | None = None,
+        libcuda: bool = True,
+        env: dict | None = None,
+        timeout: float = 60,
+    ) -> Run:
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML"))}
+        e["PYTHONPATH"] = str(ROOT)
+        if machine is not None:
+            path = tmp_path / "machine.txt"
+            path.write_text(machine)
+            e["FAKE_NVML_MACHINE"] = str(path)
+            dirs = [str(nvml_dir)] + ([str(cuda_dir)] if libcuda else [])
+            e["LD_LIBRARY_PATH"] = ":".join([*dirs, e.get("LD_LIBRARY_PATH", "")])
+        e.update(env or {})
+        p = subprocess.run(
+            [sys.executable, "-m", "cudadoctor", *args],
+            capture_output=True,
+            text=True,
+            env=e,
+            timeout=timeout,
+            cwd=tmp_path,
+        )
+        return Run(p.returncode, p.stdout, p.stderr)
+
+    return run
+
+
+H100_HEALTHY = """\
+driver 550.54.14
+cuda 12040
+device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85520809984 used=1073741824 util=12 temp=41 gen=5/5 width=16/16
+"""
+
+
+@pytest.fixture
+def has_compiler() -> bool:
+    return shutil.which("cc") is not None

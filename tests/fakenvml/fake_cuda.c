@@ -1,0 +1,42 @@
+/* A stand-in for libcuda.so.1 (see fake_nvml.c for the machine file): cuInit's result and hangs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int init_result = 0, init_sleep = 0, devices = -1, version = 0;
+
+static void load(void) {
+    const char *path = getenv("FAKE_NVML_MACHINE");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    int ndev = 0;
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "cuda_init_sleep ", 16)) init_sleep = atoi(line + 16);
+        else if (!strncmp(line, "cuda_init ", 10)) init_result = atoi(line + 10);
+        else if (!strncmp(line, "cuda_devices ", 13)) devices = atoi(line + 13);
+        else if (!strncmp(line, "cuda ", 5)) version = atoi(line + 5);
+        else if (!strncmp(line, "device", 6)) ndev++;
+    }
+    if (devices < 0) devices = ndev;
+    fclose(f);
+}
+
+int cuDriverGetVersion(int *v) { load(); *v = version ? version : 12020; return 0; }
+int cuInit(unsigned flags) {
+    (void)flags;
+    load();
+    if (init_sleep) sleep((unsigned)init_sleep);
+    return init_result;
+}
+int cuDeviceGetCount(int *n) { *n = devices < 0 ? 0 : devices; return 0; }
+int cuGetErrorName(int r, const char **s) {
+    switch (r) {
+    case 0: *s = "CUDA_SUCCESS"; return 0;
+    case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; return 0;
+    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 999: *s = "CUDA_ERROR_UNKNOWN"; return 0;
+    default: *s = "CUDA_ERROR_FAKE"; return 0;
+    }
+}

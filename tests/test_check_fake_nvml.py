@@ -1,0 +1,127 @@
+"""`cudadoctor check` as a subprocess on fake NVIDIA machines: the real nvidia-ml-py and ctypes
+paths run against a stand-in libnvidia-ml.so.1 / libcuda.so.1 built from tests/fakenvml."""
+
+from __future__ import annotations
+
+import time
+
+from cudadoctor import exitcodes
+from tests.conftest import H100_HEALTHY
+
+
+def finding(run, code):
+    return next(f for f in run.json["findings"] if f["code"] == code)
+
+
+def test_healthy_machine_exits_zero_and_names_driver_and_gpu(run_cli):
+    r = run_cli("check", "--json", machine=H100_HEALTHY)
+    assert r.code == exitcodes.OK, r.stderr
+    ok = finding(r, "CD100")
+    assert "550.54.14" in ok["title"] and "12.4" in ok["title"] and "H100" in ok["title"]
+    assert "CD120" in r.codes()  # cuInit succeeded in the child
+    dev = r.json["facts"]["driver"]["devices"][0]
+    assert dev["compute_capability"] == "9.0"
+    assert dev["memory_free"] == 85520809984 - 1073741824
+
+
+def test_driver_not_loaded(run_cli):
+    r = run_cli("check", "--json", machine="init_error 9\n")
+    assert r.code == exitcodes.PROBLEMS
+    f = finding(r, "CD102")
+    assert f["severity"] == "error"
+    assert any("modprobe nvidia" in c for fx in f["fix"] for c in fx["commands"])
+
+
+def test_version_mismatch_says_reboot_or_reload(run_cli):
+    r = run_cli("check", "--json", machine="init_error 18\n")
+    assert r.code == exitcodes.PROBLEMS
+    f = finding(r, "CD103")
+    commands = [c for fx in f["fix"] for c in fx["commands"]]
+    assert "sudo reboot" in commands
+    assert any(c.startswith("sudo rmmod nvidia_uvm") for c in commands)
+    assert any("apt-mark hold" in c for c in commands)
+
+
+def test_no_permission_names_the_device_nodes(run_cli):
+    r = run_cli("check", "--json", machine="init_error 4\n")
+    f = finding(r, "CD104")
+    assert any("/dev/nvidia" in c for fx in f["fix"] for c in fx["commands"])
+
+
+def test_lost_gpu_is_reported_and_other_gpus_still_render(run_cli):
+    machine = H100_HEALTHY + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 error=15\n'
+    r = run_cli("check", "--json", machine=machine)
+    assert r.code == exitcodes.PROBLEMS
+    lost = finding(r, "CD105")
+    assert "GPU 1" in lost["title"] and "GPU_IS_LOST" in lost["title"]
+    devices = r.json["facts"]["driver"]["devices"]
+    assert devices[0]["name"] == "NVIDIA H100 80GB HBM3" and devices[0]["error"] is None
+    assert devices[1]["error"] == "GPU_IS_LOST"
+
+
+def test_old_driver_missing_functions_fall_back(run_cli):
+    machine = H100_HEALTHY + (
+        "process gpu=0 pid=4242 mem=1048576\n"
+        "missing nvmlSystemGetCudaDriverVersion_v2 nvmlDeviceGetComputeRunningProcesses_v3 "
+        "nvmlDeviceGetGraphicsRunningProcesses_v3 nvmlDeviceGetGraphicsRunningProcesses_v2 "
+        "nvmlDeviceGetComputeRunningProcesses_v2\n"
+    )
+    r = run_cli("check", "--json", machine=machine)
+    driver = r.json["facts"]["driver"]
+    assert driver["cuda_driver_version"] == 12040  # from the v1 function
+    warn = finding(r, "CD106")
+    assert warn["severity"] == "warning"
+    assert "nvmlDeviceGetComputeRunningProcesses_v2" in warn["title"]
+    assert "nvmlSystemGetCudaDriverVersion_v2" not in warn["title"]  # v1 answered instead
+    assert r.code == exitcodes.OK  # a warning alone does not fail
+
+
+def test_nvml_without_libcuda_is_a_container_capabilities_problem(run_cli):
+    r = run_cli("check", "--json", machine=H100_HEALTHY, libcuda=False)
+    assert r.code == exitcodes.PROBLEMS
+    f = finding(r, "CD121")
+    assert "libcuda.so.1" in f["title"]
+    assert "compute" in f["why"]
+
+
+def test_stub_libcuda_is_named(run_cli):
+    r = run_cli("check", "--json", machine=H100_HEALTHY + "cuda_init 34\n")
+    f = finding(r, "CD124")
+    assert "stub" in f["title"]
+    assert any("LD_LIBRARY_PATH" in c for fx in f["fix"] for c in fx["commands"])
+
+
+def test_cuinit_no_device_points_at_visible_devices(run_cli):
+    r = run_cli("check", "--json", machine=H100_HEALTHY + "cuda_init 100\n")
+    f = finding(r, "CD122")
+    assert "CUDA_ERROR_NO_DEVICE" in f["title"]
+    assert any("CUDA_VISIBLE_DEVICES" in c for fx in f["fix"] for c in fx["commands"])
+
+
+def test_hanging_cuinit_is_bounded_and_reported(run_cli):
+    start = time.monotonic()
+    r = run_cli("check", "--json", "--timeout", "2", machine=H100_HEALTHY + "cuda_init_sleep 60\n")
+    assert time.monotonic() - start < 20
+    assert "CD123" in r.codes()
+    assert r.code == exitcodes.PROBLEMS
+    assert r.json["facts"]["cuda_driver"]["driver_version"] == 12040  # what came before the hang
+
+
+def test_hanging_nvml_becomes_a_timeout_finding_and_exit_3(run_cli):
+    start = time.monotonic()
+    r = run_cli("check", "--json", "--timeout", "1.5", machine=H100_HEALTHY + "init_sleep 60\n")
+    assert time.monotonic() - start < 20
+    assert r.code == exitcodes.INCOMPLETE
+    timeout = finding(r, "CD002")
+    assert "driver" in timeout["title"]
+    assert r.json["facts"]["driver"] is None
+    assert r.json["facts"]["system"] is not None  # the rest of the report is there
+    assert "Traceback" not in r.stderr
+
+
+def test_text_report_is_plain_when_piped(run_cli):
+    r = run_cli("check", machine="init_error 18\n")
+    assert r.code == exitcodes.PROBLEMS
+    assert r.stdout.splitlines()[2].startswith("PROBLEMS")
+    assert "CD103" in r.stdout and "sudo reboot" in r.stdout
+    assert "\x1b[" not in r.stdout  # no colour codes in a pipe

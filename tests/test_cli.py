@@ -1,0 +1,209 @@
+"""The check/explain commands in process: exit codes, JSON contract, --output, --from, Markdown,
+and a probe that crashes or hangs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from cudadoctor import __version__, exitcodes
+from cudadoctor.cli import cli
+from cudadoctor.probes import Probe, registry
+from cudadoctor.report import SCHEMA_VERSION
+from tests.conftest import ROOT, real_driver_present
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_version(runner):
+    r = runner.invoke(cli, ["--version"])
+    assert r.exit_code == 0 and __version__ in r.output
+
+
+def test_python_m_entry_point():
+    p = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert p.returncode == 0 and __version__ in p.stdout
+
+
+@pytest.mark.parametrize(
+    "args", [["check", "--bogus"], ["check", "--format", "xml"], ["nope"], ["check", "--timeout", "0"]]
+)
+def test_usage_errors_exit_2(runner, args):
+    r = runner.invoke(cli, args)
+    assert r.exit_code == exitcodes.USAGE
+    assert "Traceback" not in r.output
+
+
+def test_unwritable_output_is_one_line(runner, tmp_path):
+    r = runner.invoke(cli, ["check", "--output", str(tmp_path / "missing" / "r.json")])
+    assert r.exit_code == exitcodes.USAGE
+    assert r.output.strip().count("\n") == 0
+    assert "cannot write --output" in r.output
+
+
+def test_json_contract(runner):
+    r = runner.invoke(cli, ["check", "--json"])
+    data = json.loads(r.output)
+    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["tool"] == "cudadoctor" and data["version"] == __version__
+    assert set(data) >= {
+        "schema_version",
+        "tool",
+        "version",
+        "created",
+        "command",
+        "verdict",
+        "exit_code",
+        "facts",
+        "probes",
+        "findings",
+    }
+    assert set(data["facts"]) == {"system", "pci", "driver", "cuda_driver", "toolkit"}
+    assert data["exit_code"] == r.exit_code
+    for f in data["findings"]:
+        assert set(f) == {"code", "severity", "section", "title", "why", "fix", "docs"}
+        assert f["severity"] in ("error", "warning", "info", "ok")
+        for fx in f["fix"]:
+            assert isinstance(fx["when"], str) and all(isinstance(c, str) for c in fx["commands"])
+
+
+def test_output_file_and_terminal_report(runner, tmp_path):
+    out = tmp_path / "report.json"
+    r = runner.invoke(cli, ["check", "--output", str(out)])
+    assert "Explain a code" in r.output  # the terminal report still shows
+    data = json.loads(out.read_text())
+    assert data["exit_code"] == r.exit_code
+
+
+def test_from_replays_the_rules_on_saved_facts(runner, tmp_path):
+    out = tmp_path / "report.json"
+    first = runner.invoke(cli, ["check", "--output", str(out)])
+    again = runner.invoke(cli, ["check", "--from", str(out), "--json"])
+    assert again.exit_code == first.exit_code
+    saved = json.loads(out.read_text())
+    assert [f["code"] for f in json.loads(again.output)["findings"]] == [f["code"] for f in saved["findings"]]
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("not json", "not JSON"),
+        ('{"hello": 1}', "not a cudadoctor JSON report"),
+        (
+            '{"tool": "cudadoctor", "schema_version": 1, "facts": {"driver": {"library_loaded": "yes"}}}',
+            "$.facts.driver",
+        ),
+    ],
+)
+def test_from_rejects_foreign_files_in_one_line(runner, tmp_path, content, message):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    r = runner.invoke(cli, ["check", "--from", str(p)])
+    assert r.exit_code == exitcodes.USAGE
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_from_missing_file(runner, tmp_path):
+    r = runner.invoke(cli, ["check", "--from", str(tmp_path / "nope.json")])
+    assert r.exit_code == exitcodes.USAGE and "cannot read --from" in r.output
+
+
+def test_markdown_masks_secrets_and_redacts_ids(runner, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("CUDA_API_TOKEN", "s3cr3t-value")
+    monkeypatch.setenv("PIP_INDEX_URL", "https://bob:hunter2@pypi.example.com/simple")
+    r = runner.invoke(cli, ["check", "--format", "markdown", "--redact"])
+    assert "s3cr3t-value" not in r.output and "hunter2" not in r.output
+    assert '"CUDA_API_TOKEN": "***"' in r.output
+    assert "https://***@pypi.example.com/simple" in r.output
+    assert "## cudadoctor" in r.output and "**Verdict:**" in r.output
+    assert f'"hostname": "{socket.gethostname()}"' not in r.output
+    assert '"hostname": "<host>"' in r.output
+
+
+def _crash(ctx):
+    raise RuntimeError("boom in probe")
+
+
+def _hang(ctx):
+    time.sleep(30)
+
+
+@pytest.mark.parametrize("collect,code,status", [(_crash, "CD001", "crashed"), (_hang, "CD002", "timeout")])
+def test_a_probe_that_crashes_or_hangs_becomes_a_finding(runner, monkeypatch, collect, code, status):
+    probes = [p if p.name != "toolkit" else Probe("toolkit", collect, timeout=0.5) for p in registry.CHECK_PROBES]
+    monkeypatch.setattr(registry, "CHECK_PROBES", probes)
+    start = time.monotonic()
+    r = runner.invoke(cli, ["check", "--json"])
+    assert time.monotonic() - start < 15
+    assert r.exit_code == exitcodes.INCOMPLETE
+    data = json.loads(r.output)
+    assert code in [f["code"] for f in data["findings"]]
+    assert {"name": "toolkit", "status": status}.items() <= next(
+        o for o in data["probes"] if o["name"] == "toolkit"
+    ).items()
+    assert data["facts"]["system"] is not None  # the other probes still reported
+    text = runner.invoke(cli, ["check"])
+    assert "Traceback" not in text.output and code in text.output
+    if status == "crashed":
+        verbose = runner.invoke(cli, ["check", "-v"])
+        assert "Traceback" in verbose.output and "boom in probe" in verbose.output
+
+
+def test_explain(runner):
+    r = runner.invoke(cli, ["explain", "cd103"])
+    assert r.exit_code == 0 and "driver-library-mismatch" in r.output and "kernel module" in r.output
+    assert runner.invoke(cli, ["explain", "CD999"]).exit_code == exitcodes.USAGE
+
+
+def test_check_never_imports_torch():
+    code = (
+        "import sys; from cudadoctor.cli import cli\n"
+        "try:\n    cli(['check', '--json'])\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('TORCH=%s' % ('torch' in sys.modules))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert "TORCH=False" in p.stderr
+
+
+@pytest.mark.skipif(real_driver_present(), reason="this machine has an NVIDIA driver")
+def test_real_no_driver_path_of_this_machine(runner):
+    """These machines have no NVIDIA driver; some have a CUDA toolkit. The report must say exactly that."""
+    r = runner.invoke(cli, ["check", "--json"])
+    data = json.loads(r.output)
+    assert r.exit_code == exitcodes.PROBLEMS
+    assert data["facts"]["driver"]["init_status"] == "LIBRARY_NOT_FOUND"
+    codes = [f["code"] for f in data["findings"]]
+    assert "CD108" in codes or "CD101" in codes
+    assert data["facts"]["cuda_driver"]["library_found"] is False
+    if data["facts"]["toolkit"]["nvcc_path"]:
+        tk = next(f for f in data["findings"] if f["code"] == "CD130")
+        assert "a toolkit is not a driver" in tk["title"]
+
+
+def test_findings_catalogue_is_up_to_date():
+    from cudadoctor.render.catalogue import render
+
+    assert (ROOT / "docs" / "findings.md").read_text() == render(), (
+        "docs/findings.md is stale: python -m cudadoctor.render.catalogue docs/findings.md"
+    )

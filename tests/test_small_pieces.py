@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cudadoctor.backends.host import mask_value, pci_facts, relevant_env
+from cudadoctor.backends.nvml import library_version_from_path
+from cudadoctor.units import format_size, parse_size
+from cudadoctor.versions import cuda_int_to_str, cudnn_int_to_str, version_at_least
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("8GiB", 8 << 30),
+        ("8G", 8 << 30),
+        ("8192MiB", 8 << 30),
+        ("0.5TB", 500_000_000_000),
+        ("8GB", 8_000_000_000),
+        ("1024", 1024),
+        (" 2 gib ", 2 << 30),
+    ],
+)
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "eight", "8XB", "-1G", "1.2.3G"])
+def test_parse_size_rejects(text):
+    with pytest.raises(ValueError, match="is not a size"):
+        parse_size(text)
+
+
+def test_format_size():
+    assert format_size(64 * 1024 * 1024) == "64.0 MiB"
+    assert format_size(None) == "N/A"
+
+
+def test_version_encodings():
+    assert cuda_int_to_str(12020) == "12.2" and cuda_int_to_str(13030) == "13.3"
+    assert cudnn_int_to_str(90100) == "9.1.0" and cudnn_int_to_str(91002) == "9.10.2"
+    assert cudnn_int_to_str(8902) == "8.9.2"
+    assert version_at_least("535.104.05", "525.60.13") is True
+    assert version_at_least("570.26", "570.26.0") is True  # two-part Linux versions pad with 0
+    assert version_at_least("576.57", "580") is False
+    assert version_at_least(None, "1") is None
+
+
+def test_user_space_driver_version_from_library_file():
+    assert library_version_from_path("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14") == "550.54.14"
+    assert library_version_from_path("/tmp/libnvidia-ml.so.1") is None
+
+
+def test_secrets_are_masked_at_collection():
+    env = relevant_env(
+        {
+            "CUDA_TOKEN": "x",
+            "PIP_INDEX_URL": "https://u:p@h/simple",
+            "HOME": "/root",
+            "CUDA_VISIBLE_DEVICES": "0",
+        }
+    )
+    assert env == {"CUDA_TOKEN": "***", "PIP_INDEX_URL": "https://***@h/simple", "CUDA_VISIBLE_DEVICES": "0"}
+    assert mask_value("NCCL_PASSWORD", "x") == "***"
+
+
+def _pci(root, addr, vendor, cls, driver=None):
+    d = root / addr
+    d.mkdir(parents=True)
+    (d / "vendor").write_text(vendor + "\n")
+    (d / "class").write_text(cls + "\n")
+    (d / "device").write_text("0x2330\n")
+    if driver:
+        (root / "drivers" / driver).mkdir(parents=True, exist_ok=True)
+        os.symlink(root / "drivers" / driver, d / "driver")
+
+
+def test_pci_scan_finds_nvidia_display_controllers_only(tmp_path):
+    root = tmp_path / "devices"
+    _pci(root, "0000:18:00.0", "0x10de", "0x030200", "nvidia")
+    _pci(root, "0000:19:00.0", "0x10de", "0x068000")  # NVSwitch bridge, not a GPU
+    _pci(root, "0000:00:02.0", "0x8086", "0x030000", "i915")
+    facts = pci_facts(str(root))
+    assert facts.scanned
+    assert [(g.address, g.kernel_driver) for g in facts.nvidia_gpus] == [("0000:18:00.0", "nvidia")]
+
+
+def test_pci_scan_without_sysfs(tmp_path):
+    assert pci_facts(str(tmp_path / "absent")).scanned is False
