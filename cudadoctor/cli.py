@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import click
 
 from cudadoctor import __version__, exitcodes
-from cudadoctor.model import Severity
+from cudadoctor.model import ProbeOutcome, Severity
+from cudadoctor.probes import Probe
 from cudadoctor.serial import FormatError
 
 FORMATS = ("text", "json", "markdown")
@@ -80,6 +82,15 @@ def cli() -> None:
     metavar="SECONDS",
     help="Time bound for every probe (default: each probe's own, 10-30 s).",
 )
+@click.option(
+    "--python",
+    "python",
+    type=str,
+    metavar="PATH",
+    help="Diagnose the torch of another interpreter (a venv or conda env); nothing is installed into it.",
+)
+@click.option("--only", type=str, metavar="PROBES", help="Run only these probes (comma-separated).")
+@click.option("--skip", type=str, metavar="PROBES", help="Skip these probes (comma-separated).")
 @click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks.")
 def check(
     fmt: str,
@@ -88,6 +99,9 @@ def check(
     redact: bool,
     from_file: str | None,
     timeout: float | None,
+    python: str | None,
+    only: str | None,
+    skip: str | None,
     verbose: bool,
 ) -> None:
     """Diagnose this machine: driver, CUDA, toolkit, system; every problem with its fix."""
@@ -111,11 +125,45 @@ def check(
         except FormatError as exc:
             _fail(f"--from {from_file}: {exc}")
     else:
-        facts, outcomes = run_probes(CHECK_PROBES, Context(timeout=timeout))
+        probes = _select_probes(CHECK_PROBES, only, skip)
+        python = _target_python(python) if any(p.name == "torch" for p in probes) else sys.executable
+        facts, outcomes = run_probes(probes, Context(timeout=timeout, python=python))
+        outcomes += [ProbeOutcome(p.name, "skipped", 0.0) for p in CHECK_PROBES if p not in probes]
     findings = evaluate(facts, outcomes)
     rep = report_mod.build("check", facts, outcomes, findings, Severity.ERROR)
     _emit(rep, fmt, output, redact, verbose)
     sys.exit(rep.exit_code)
+
+
+def _names(option: str, value: str | None, known: list[str]) -> set[str]:
+    names = {n.strip() for n in (value or "").split(",") if n.strip()}
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown probe {', '.join(unknown)}; choose from {', '.join(known)}", param_hint=option
+        )
+    return names
+
+
+def _select_probes(probes: list[Probe], only: str | None, skip: str | None) -> list[Probe]:
+    known = [p.name for p in probes]
+    keep = _names("--only", only, known) or set(known)
+    drop = _names("--skip", skip, known)
+    return [p for p in probes if p.name in keep and p.name not in drop]
+
+
+def _target_python(python: str | None) -> str:
+    from cudadoctor.backends.torchenv import check_interpreter
+
+    if python is None:
+        return sys.executable
+    resolved = shutil.which(python) or python
+    if not Path(resolved).exists():
+        _fail(f"--python {python}: no such file")
+    problem = check_interpreter(resolved)
+    if problem:
+        _fail(f"--python {python}: {problem}")
+    return resolved
 
 
 def _emit(rep, fmt: str, output: str | None, redact: bool, verbose: bool) -> None:  # type: ignore[no-untyped-def]

@@ -24,7 +24,7 @@ DESCRIPTIONS = {
 
 def decide(findings: Iterable[Finding], outcomes: Iterable[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> int:
     """The one place that turns a report into an exit code."""
-    if any(o.status != "ok" for o in outcomes):
+    if any(o.failed for o in outcomes):
         return INCOMPLETE
     if any(f.severity.rank >= fail_on.rank for f in findings):
         return PROBLEMS

@@ -35,6 +35,7 @@ class Finding:
     why: str = ""
     fix: list[Remediation] = field(default_factory=list)
     docs: str = ""
+    details: list[str] = field(default_factory=list)  # preformatted lines, e.g. a table
 
 
 @dataclass
@@ -46,3 +47,8 @@ class ProbeOutcome:
     seconds: float
     error: str | None = None
     traceback: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Crashed or timed out; a probe skipped on request is not a failure."""
+        return self.status in ("crashed", "timeout")

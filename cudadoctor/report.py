@@ -36,7 +36,7 @@ def verdict(findings: list[Finding], outcomes: list[ProbeOutcome]) -> str:
     counts = f"{len(errors)} error{'s' * (len(errors) != 1)}, {len(warnings)} warning{'s' * (len(warnings) != 1)}"
     if errors:
         return f"PROBLEMS ({counts}): {errors[0].title}"
-    if any(o.status != "ok" for o in outcomes):
+    if any(o.failed for o in outcomes):
         return "INCOMPLETE: the doctor could not finish every check"
     if warnings:
         return f"USABLE WITH WARNINGS ({counts}): {warnings[0].title}"

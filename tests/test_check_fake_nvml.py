@@ -14,7 +14,7 @@ def finding(run, code):
 
 
 def test_healthy_machine_exits_zero_and_names_driver_and_gpu(run_cli):
-    r = run_cli("check", "--json", machine=H100_HEALTHY)
+    r = run_cli("check", "--json", "--skip", "torch", machine=H100_HEALTHY)
     assert r.code == exitcodes.OK, r.stderr
     ok = finding(r, "CD100")
     assert "550.54.14" in ok["title"] and "12.4" in ok["title"] and "H100" in ok["title"]
@@ -66,7 +66,7 @@ def test_old_driver_missing_functions_fall_back(run_cli):
         "nvmlDeviceGetGraphicsRunningProcesses_v3 nvmlDeviceGetGraphicsRunningProcesses_v2 "
         "nvmlDeviceGetComputeRunningProcesses_v2\n"
     )
-    r = run_cli("check", "--json", machine=machine)
+    r = run_cli("check", "--json", "--skip", "torch", machine=machine)
     driver = r.json["facts"]["driver"]
     assert driver["cuda_driver_version"] == 12040  # from the v1 function
     warn = finding(r, "CD106")
@@ -125,3 +125,33 @@ def test_text_report_is_plain_when_piped(run_cli):
     assert r.stdout.splitlines()[2].startswith("PROBLEMS")
     assert "CD103" in r.stdout and "sudo reboot" in r.stdout
     assert "\x1b[" not in r.stdout  # no colour codes in a pipe
+
+
+def test_cpu_torch_on_a_gpu_machine_gets_the_build_for_this_driver(run_cli):
+    """The real CPU torch of the test environment, on a fake H100 with a CUDA 12.4 driver."""
+    r = run_cli("check", "--json", machine=H100_HEALTHY)
+    torch = r.json["facts"]["torch"]
+    if torch["cuda"] is not None:
+        import pytest
+
+        pytest.skip("the test environment has a CUDA build of torch")
+    assert r.code == exitcodes.PROBLEMS
+    f = finding(r, "CD202")
+    assert "CPU-only" in f["title"]
+    commands = [c for fx in f["fix"] for c in fx["commands"]]
+    base = torch["version"].split("+")[0]
+    # the driver runs CUDA 12.x only: cu126 through minor-version compatibility, never cu130
+    assert commands[-1].endswith(f"install torch=={base} --index-url https://download.pytorch.org/whl/cu126")
+    assert "uninstall -y torch" in commands[0]
+    assert "CD210" in r.codes()  # is_available() is False although NVML sees a GPU: named cause
+    assert "CD202" in finding(r, "CD210")["why"]
+
+
+def test_visible_devices_table_and_hidden_devices(run_cli):
+    machine = H100_HEALTHY + 'device name="NVIDIA H100 80GB HBM3" cc=9.0 used=0\n'
+    r = run_cli("check", "--json", "--skip", "torch", machine=machine, env={"CUDA_VISIBLE_DEVICES": "1"})
+    table = finding(r, "CD300")
+    assert "CUDA sees 1 of 2 GPUs" in table["title"]
+    assert table["details"][1].split()[:2] == ["0", "1"]  # cuda:0 is nvidia-smi's GPU 1
+    r = run_cli("check", "--json", "--skip", "torch", machine=machine, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert "CD301" in r.codes() and r.code == exitcodes.PROBLEMS

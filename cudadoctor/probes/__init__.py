@@ -20,6 +20,10 @@ class Context:
         """A child process must end before its probe's bound, so its partial output still counts."""
         return 20.0 if self.timeout is None else max(0.5, self.timeout * 0.8)
 
+    @property
+    def torch_timeout(self) -> float:
+        return 50.0 if self.timeout is None else max(0.5, self.timeout * 0.8)
+
 
 @dataclass
 class Probe:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.probes import Probe, cuda_driver, driver, system
+from cudadoctor.probes import Probe, cuda_driver, driver, system, torch_build
 
 # Time bounds are generous: each is far above a healthy run, and far below a hung one.
 CHECK_PROBES: list[Probe] = [
@@ -11,4 +11,5 @@ CHECK_PROBES: list[Probe] = [
     Probe("driver", driver.collect, timeout=15),
     Probe("cuda_driver", cuda_driver.collect, timeout=25),
     Probe("toolkit", system.collect_toolkit, timeout=10),
+    Probe("torch", torch_build.collect, timeout=60),
 ]

@@ -43,6 +43,8 @@ def render(report: Report, redact_ids: bool = False) -> str:
         lines += [f"### {section}", ""]
         for f in found:
             lines.append(f"- {_ICON[f['severity']]} **{f['code']}** {f['title']}")
+            if f["details"]:
+                lines += ["", "  ```", *[f"  {d}" for d in f["details"]], "  ```", ""]
             if f["severity"] != "ok" and f["why"]:
                 lines.append(f"  - {f['why']}")
             for rem in f["fix"]:

@@ -41,6 +41,8 @@ def _finding(console: Console, f: Finding, width: int) -> None:
     line.append(f"{mark} {f.code}", style=style)
     line.append(f" {f.title}")
     console.print(line)
+    for detail in f.details:
+        console.print(Text("        " + detail))
     if f.severity is Severity.OK:
         return
     if f.why:

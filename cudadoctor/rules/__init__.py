@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, ProbeOutcome
-from cudadoctor.rules import cuda_driver, doctor, driver, system, toolkit
+from cudadoctor.rules import cuda_driver, doctor, driver, system, toolkit, torch_build, visible
 from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
 
-_FACT_RULES = (driver.evaluate, cuda_driver.evaluate, toolkit.evaluate, system.evaluate)
+_FACT_RULES = (
+    driver.evaluate,
+    cuda_driver.evaluate,
+    toolkit.evaluate,
+    torch_build.evaluate,
+    visible.evaluate,
+    system.evaluate,
+)
 
 
 def evaluate(facts: Facts, outcomes: list[ProbeOutcome]) -> list[Finding]:
     findings = doctor.evaluate(outcomes)
     for rule in _FACT_RULES:
         findings.extend(rule(facts))
+    findings.extend(torch_build.summarize(facts, findings))
     order = {s: i for i, s in enumerate(SECTIONS)}
     # stable: sections in report order, worst first inside a section
     findings.sort(key=lambda x: (order[x.section], -x.severity.rank))

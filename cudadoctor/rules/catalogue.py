@@ -39,6 +39,7 @@ class Entry:
         why: str | None = None,
         fix: Iterable[Remediation] = (),
         severity: Severity | None = None,
+        details: Iterable[str] = (),
     ) -> Finding:
         return Finding(
             code=self.code,
@@ -48,6 +49,7 @@ class Entry:
             why=why if why is not None else self.explanation,
             fix=list(fix),
             docs=self.docs,
+            details=list(details),
         )
 
 

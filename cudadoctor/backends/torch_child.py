@@ -1,0 +1,145 @@
+"""Run as a script in the TARGET interpreter (stdlib + torch only): prints one JSON line of facts.
+
+Never imported by cudadoctor itself. Order matters: facts that do not initialise CUDA come first and
+are printed before anything that can hang, so a hang still leaves them behind.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+MARK = "CUDADOCTOR_TORCH_FACTS "
+
+
+def emit(out):
+    sys.stdout.write(MARK + json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+def dist_version(name):
+    try:
+        from importlib import metadata
+
+        return metadata.version(name)
+    except Exception:
+        return None
+
+
+def loaded_libraries():
+    found = {"cudart": [], "cudnn": [], "cublas": [], "nccl": [], "cuda": []}
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps if ".so" in line}
+    except OSError:
+        return found
+    for path in sorted(paths):
+        base = os.path.basename(path)
+        for key, prefix in (
+            ("cudart", "libcudart"),
+            ("cudnn", "libcudnn"),
+            ("cublas", "libcublas"),
+            ("nccl", "libnccl"),
+            ("cuda", "libcuda."),
+        ):
+            if base.startswith(prefix) and path not in found[key]:
+                found[key].append(path)
+    return found
+
+
+def main():
+    out = {
+        "installed": False,
+        "python_executable": sys.executable,
+        "python_version": sys.version.split()[0],
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "torchvision": dist_version("torchvision"),
+        "torchaudio": dist_version("torchaudio"),
+    }
+    try:
+        import torch
+    except ImportError as exc:
+        out["import_error"] = f"{type(exc).__name__}: {exc}"
+        out["installed"] = dist_version("torch") is not None
+        emit(out)
+        return
+    except Exception as exc:  # a broken install raises anything
+        out["installed"] = True
+        out["import_error"] = f"{type(exc).__name__}: {exc}"
+        emit(out)
+        return
+    out["installed"] = True
+    out["version"] = torch.__version__
+    out["path"] = os.path.dirname(torch.__file__)
+    out["cuda"] = getattr(torch.version, "cuda", None)
+    out["hip"] = getattr(torch.version, "hip", None)
+    out["cuda_built"] = bool(torch.backends.cuda.is_built())
+    try:
+        out["compiled_cuda_version"] = int(torch._C._cuda_getCompiledVersion())
+    except Exception:
+        out["compiled_cuda_version"] = None
+    try:
+        flags = torch._C._cuda_getArchFlags()  # get_arch_list() is [] whenever CUDA is unavailable
+        out["arch_flags"] = flags.split() if flags else []
+    except Exception:
+        out["arch_flags"] = []
+    out["cudnn_built"] = bool(getattr(torch.backends.cudnn, "is_available", lambda: False)())
+    try:
+        out["mps_built"] = bool(torch.backends.mps.is_built())
+    except Exception:
+        out["mps_built"] = None
+    emit(out)  # the CUDA-free part, in case what follows hangs
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out["is_available"] = bool(torch.cuda.is_available())
+    out["availability_warnings"] = [str(w.message) for w in caught]
+    try:
+        out["device_count"] = int(torch.cuda.device_count())
+    except Exception as exc:
+        out["device_count"] = 0
+        out["device_error"] = f"{type(exc).__name__}: {exc}"
+    devices = []
+    if out["is_available"]:
+        for i in range(out["device_count"]):
+            try:
+                p = torch.cuda.get_device_properties(i)
+                devices.append(
+                    {
+                        "index": i,
+                        "name": p.name,
+                        "capability": f"{p.major}.{p.minor}",
+                        "total_memory": int(p.total_memory),
+                        "uuid": str(getattr(p, "uuid", "")) or None,
+                    }
+                )
+            except Exception as exc:
+                out["device_error"] = f"{type(exc).__name__}: {exc}"
+        try:
+            # A real kernel launch catches "no kernel image is available for execution on the device".
+            (torch.ones(4, device="cuda") * 2).sum().item()
+        except Exception as exc:
+            out["kernel_error"] = f"{type(exc).__name__}: {exc}"
+    out["devices"] = devices
+    if out["cuda_built"]:
+        try:
+            v = torch.backends.cudnn.version()  # initialises CUDA; raises on an incompatible cuDNN
+            out["cudnn_version"] = int(v) if v is not None else None
+        except Exception as exc:
+            out["cudnn_error"] = f"{type(exc).__name__}: {exc}"
+        try:
+            nccl = torch.cuda.nccl.version()
+            out["nccl_version"] = ".".join(str(x) for x in nccl) if isinstance(nccl, tuple) else str(nccl)
+        except Exception:
+            out["nccl_version"] = None
+    try:
+        out["mps_available"] = bool(torch.backends.mps.is_available())
+    except Exception:
+        out["mps_available"] = None
+    out["loaded_libraries"] = loaded_libraries()
+    out["complete"] = True
+    emit(out)
+
+
+if __name__ == "__main__":
+    main()

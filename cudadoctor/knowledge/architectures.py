@@ -1,0 +1,58 @@
+"""Compute capability -> architecture, and which CUDA majors can target it.
+
+Sources: https://developer.nvidia.com/cuda-gpus and https://developer.nvidia.com/cuda-legacy-gpus
+(products); LLVM clang/lib/Basic/Cuda.cpp (Min/MaxVersionForOffloadArch); CUDA 13.0/13.1 release notes,
+"Deprecated Architectures" (Maxwell, Pascal, Volta dropped in 13.0); CMake MR 8031 (3.5/3.7 dropped
+in 12.0). See shared cuda-facts §3.
+"""
+
+from __future__ import annotations
+
+# (major, minor) -> (architecture, example products)
+ARCHITECTURES: dict[tuple[int, int], tuple[str, str]] = {
+    (3, 0): ("Kepler", "GTX 680, K10"),
+    (3, 2): ("Kepler", "Jetson TK1"),
+    (3, 5): ("Kepler", "K20, K40, GTX Titan"),
+    (3, 7): ("Kepler", "Tesla K80"),
+    (5, 0): ("Maxwell", "GTX 750 Ti, Quadro K2200"),
+    (5, 2): ("Maxwell", "GTX 9xx, Tesla M40/M60, Titan X"),
+    (5, 3): ("Maxwell", "Jetson Nano"),
+    (6, 0): ("Pascal", "Tesla P100"),
+    (6, 1): ("Pascal", "GTX 10xx, Tesla P4/P40"),
+    (6, 2): ("Pascal", "Jetson TX2"),
+    (7, 0): ("Volta", "Tesla V100, Titan V"),
+    (7, 2): ("Volta", "Jetson AGX Xavier"),
+    (7, 5): ("Turing", "T4, RTX 20xx, Quadro RTX"),
+    (8, 0): ("Ampere", "A100, A30"),
+    (8, 6): ("Ampere", "A10, A40, RTX 30xx, RTX A6000"),
+    (8, 7): ("Ampere", "Jetson Orin"),
+    (8, 9): ("Ada Lovelace", "L4, L40S, RTX 40xx"),
+    (9, 0): ("Hopper", "H100, H200, GH200"),
+    (10, 0): ("Blackwell", "B200, GB200"),
+    (10, 3): ("Blackwell", "B300, GB300"),
+    (11, 0): ("Blackwell", "Jetson Thor"),
+    (12, 0): ("Blackwell", "RTX 50xx, RTX PRO Blackwell"),
+    (12, 1): ("Blackwell", "GB10 (DGX Spark)"),
+}
+
+# Lowest compute capability each CUDA major can compile for.
+MIN_CC_FOR_CUDA_MAJOR: dict[int, tuple[int, int]] = {11: (3, 5), 12: (5, 0), 13: (7, 5)}
+
+
+def parse_cc(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        major, minor = text.split(".")
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def arch_name(cc: str | None) -> str:
+    parsed = parse_cc(cc)
+    if parsed is None:
+        return "unknown architecture"
+    if parsed in ARCHITECTURES:
+        return ARCHITECTURES[parsed][0]
+    return "a newer architecture" if parsed > max(ARCHITECTURES) else "an unknown architecture"

@@ -1,0 +1,177 @@
+"""PyTorch wheel variants: which CUDA builds each release offers and which GPUs each build targets.
+
+Sources (shared cuda-facts §4):
+- Release matrix: pytorch RELEASE.md ("Release Compatibility Matrix"), a late-2026 copy including 2.14.
+  https://github.com/pytorch/pytorch/blob/main/RELEASE.md
+- Arch lists: pytorch .ci/manywheel/build_cuda.sh (TORCH_CUDA_ARCH_LIST per CUDA version) at several
+  commits, and pytorch/builder manywheel/build_cuda.sh for 2.0. cu128 in 2.7 is an observed
+  get_arch_list(); rows marked "assumed" reuse the nearest documented list for the same CUDA version.
+- PyPI default (Linux x86_64): the Requires-Dist of the wheels (pip install --dry-run --report).
+  On Windows the PyPI torch wheel is CPU-only; on macOS it is CPU + MPS.
+2.15 is only known by its PyPI default (cu132): its other variants are not in the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cudadoctor.knowledge.architectures import parse_cc
+
+INDEX_URL = "https://download.pytorch.org/whl/{variant}"
+
+_CU117_20 = "3.7 5.0 6.0 7.0 7.5 8.0 8.6"
+_CU118 = "3.7 5.0 6.0 7.0 7.5 8.0 8.6 9.0"
+_CU121 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
+_CU124_126_OLD = "5.0 6.0 7.0 7.5 8.0 8.6 9.0+PTX"
+_CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
+_CU128_27 = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
+_CU128 = "7.0 7.5 8.0 8.6 9.0 10.0 12.0"
+_CU129 = "7.0 7.5 8.0 8.6 9.0 10.0 12.0+PTX"
+_CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
+
+# release -> {variant: TORCH_CUDA_ARCH_LIST}, Linux x86_64
+RELEASES: dict[str, dict[str, str]] = {
+    "2.0": {"cu117": _CU117_20, "cu118": _CU118},
+    "2.1": {"cu118": _CU118, "cu121": _CU121},
+    "2.2": {"cu118": _CU118, "cu121": _CU121},
+    "2.3": {"cu118": _CU118, "cu121": _CU121},
+    "2.4": {"cu118": _CU118, "cu121": _CU121, "cu124": _CU124_126_OLD},
+    "2.5": {"cu118": _CU118, "cu121": _CU121, "cu124": _CU124_126_OLD},
+    "2.6": {"cu118": _CU118, "cu124": _CU124_126_OLD, "cu126": _CU124_126_OLD},
+    "2.7": {"cu118": _CU118, "cu126": _CU126, "cu128": _CU128_27},  # cu118, cu126 lists assumed
+    "2.8": {"cu126": _CU126, "cu128": _CU128, "cu129": _CU129},
+    "2.9": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
+    "2.10": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
+    "2.11": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
+    "2.12": {"cu126": _CU126, "cu130": _CU13X, "cu132": _CU13X},
+    "2.13": {"cu126": _CU126, "cu130": _CU13X, "cu132": _CU13X},
+    "2.14": {"cu126": _CU126, "cu130": _CU13X, "cu132": _CU13X},
+    "2.15": {"cu132": _CU13X},
+}
+
+# aarch64 (Linux) builds drop 5.0-7.5 and 8.6 (build_cuda.sh filter); known for these variants.
+AARCH64: dict[str, str] = {
+    "cu126": "8.0 9.0",
+    "cu130": "8.0 9.0 10.0 11.0 12.0+PTX",
+    "cu132": "8.0 9.0 10.0 11.0 12.0+PTX",
+}
+
+PYPI_DEFAULT_LINUX: dict[str, str] = {
+    "2.7": "cu126",
+    "2.8": "cu128",
+    "2.9": "cu128",
+    "2.10": "cu128",
+    "2.11": "cu130",
+    "2.12": "cu130",
+    "2.13": "cu130",
+    "2.14": "cu130",
+    "2.15": "cu132",
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    release: str
+    name: str  # "cu128"
+    arch_flags: tuple[str, ...]  # ("sm_70", …, "compute_120")
+
+    @property
+    def cuda(self) -> tuple[int, int]:
+        return variant_cuda(self.name)
+
+    @property
+    def index_url(self) -> str:
+        return INDEX_URL.format(variant=self.name)
+
+
+def variant_cuda(name: str) -> tuple[int, int]:
+    """ "cu128" -> (12, 8); "cu118" -> (11, 8); "cu130" -> (13, 0)."""
+    digits = name[2:]
+    return int(digits[:-1]), int(digits[-1])
+
+
+def variant_name(cuda: str) -> str:
+    """ "12.8" -> "cu128"."""
+    major, minor = cuda.split(".")[:2]
+    return f"cu{major}{minor}"
+
+
+def arch_list_to_flags(arch_list: str) -> tuple[str, ...]:
+    """TORCH_CUDA_ARCH_LIST "7.5 9.0+PTX" -> ("sm_75", "sm_90", "compute_90"), as _cuda_getArchFlags."""
+    flags: list[str] = []
+    for item in arch_list.split():
+        cc = item.replace("+PTX", "")
+        sm = cc.replace(".", "")
+        flags.append(f"sm_{sm}")
+        if item.endswith("+PTX"):
+            flags.append(f"compute_{sm}")
+    return tuple(flags)
+
+
+def release_of(version: str | None) -> str | None:
+    """ "2.13.0+cu130" -> "2.13"."""
+    if not version:
+        return None
+    parts = version.split("+")[0].split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 else None
+
+
+def variants(release: str, machine: str | None = None) -> list[Variant]:
+    out = []
+    for name, arch in RELEASES.get(release, {}).items():
+        if machine in ("aarch64", "arm64"):
+            if name not in AARCH64:
+                continue
+            arch = AARCH64[name]
+        out.append(Variant(release, name, arch_list_to_flags(arch)))
+    return out
+
+
+def newest_release() -> str:
+    return max(RELEASES, key=lambda r: tuple(int(x) for x in r.split(".")))
+
+
+def releases_newest_first() -> list[str]:
+    return sorted(RELEASES, key=lambda r: tuple(int(x) for x in r.split(".")), reverse=True)
+
+
+def covers(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> bool | None:
+    """Can a build with these arch flags run on a GPU of capability cc?
+
+    A cubin sm_XY runs on X.Z with Z >= Y (same major; arch-specific sm_XYa only on X.Y exactly);
+    PTX compute_XY is JIT-compiled for any capability >= X.Y. None when cc is unknown.
+    """
+    target = parse_cc(cc)
+    if target is None:
+        return None
+    for flag in arch_flags:
+        kind, _, num = flag.partition("_")
+        specific = num.endswith(("a", "f"))
+        digits = num.rstrip("af")
+        if not digits.isdigit() or len(digits) < 2:
+            continue
+        flag_cc = (int(digits[:-1]), int(digits[-1]))
+        if kind == "sm":
+            if specific and num.endswith("a"):
+                if flag_cc == target:
+                    return True
+            elif flag_cc[0] == target[0] and flag_cc[1] <= target[1]:
+                return True
+        elif kind == "compute" and flag_cc <= target:
+            return True
+    return False
+
+
+def torchvision_for(torch_version: str) -> str | None:
+    """torchvision that matches a torch release: 0.(minor + 15).patch since torch 2.0 (0.15)."""
+    parts = torch_version.split("+")[0].split(".")
+    if len(parts) < 2 or parts[0] != "2":
+        return None
+    patch = parts[2] if len(parts) > 2 else "0"
+    return f"0.{int(parts[1]) + 15}.{patch}"
+
+
+def torchaudio_for(torch_version: str) -> str | None:
+    """torchaudio is versioned with torch (2.x.y) since torch 2.1."""
+    base = torch_version.split("+")[0]
+    return base if base.startswith("2.") else None

@@ -1,0 +1,474 @@
+"""The torch build against the driver and each GPU: the heart of the diagnosis."""
+
+from __future__ import annotations
+
+import os
+
+from cudadoctor.facts import Facts, TorchFacts
+from cudadoctor.knowledge import wheels
+from cudadoctor.knowledge.architectures import arch_name
+from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
+from cudadoctor.model import Finding, Remediation, Severity
+from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.install_advice import Advice, advise, driver_view, gpu_capabilities
+from cudadoctor.versions import cudnn_int_to_str, parse_version
+
+TORCH_OK = entry(
+    "CD200",
+    "torch-cuda-ok",
+    Severity.OK,
+    "PyTorch",
+    "PyTorch can use the GPU",
+    """torch imported in the target interpreter, CUDA initialised, and a small kernel ran on the GPU.""",
+)
+NOT_INSTALLED = entry(
+    "CD201",
+    "torch-not-installed",
+    Severity.ERROR,
+    "PyTorch",
+    "PyTorch is not installed in the target interpreter",
+    """The interpreter cudadoctor diagnosed (the one running it, or --python) cannot import torch. If torch
+    lives in another environment, point cudadoctor at it with --python.""",
+)
+CPU_ONLY = entry(
+    "CD202",
+    "cpu-only-wheel",
+    Severity.ERROR,
+    "PyTorch",
+    "A CPU-only PyTorch is installed, but this machine has an NVIDIA GPU",
+    """This torch build has no CUDA support at all (torch.version.cuda is None), so it will never use
+    the GPU, whatever the driver. The fix is a CUDA build of the same torch version.""",
+)
+DRIVER_TOO_OLD = entry(
+    "CD203",
+    "driver-too-old-for-wheel",
+    Severity.ERROR,
+    "PyTorch",
+    "The driver is too old for this torch build's CUDA",
+    """CUDA programs run on a driver of the same CUDA major version or newer (minor-version compatibility
+    covers newer minors of the same major). This wheel needs a newer major than the driver supports:
+    CUDA initialisation fails with "The NVIDIA driver on your system is too old". Either upgrade the
+    driver or install the build of torch made for the driver's CUDA.""",
+)
+MINOR_COMPAT = entry(
+    "CD204",
+    "minor-version-compatibility",
+    Severity.INFO,
+    "PyTorch",
+    "The wheel's CUDA is newer than the driver's, within the same major: fine",
+    """Within one CUDA major, minor-version compatibility lets a newer toolkit run on an older driver
+    (at or above the major's floor). Nearly everything works; code that needs PTX JIT-compiled by the
+    driver (a GPU newer than the wheel's cubins) can fail, and the newest APIs report
+    cudaErrorCallRequiresNewerDriver.""",
+)
+ARCH_UNSUPPORTED = entry(
+    "CD205",
+    "gpu-arch-not-in-build",
+    Severity.ERROR,
+    "PyTorch",
+    "This torch build has no kernels for a GPU here",
+    """Each torch wheel is compiled for a list of GPU architectures (its arch list). A GPU whose compute
+    capability is neither in that list nor reachable from an embedded PTX gets "no kernel image is
+    available for execution on the device" at the first operation.""",
+)
+GPU_TOO_OLD = entry(
+    "CD206",
+    "gpu-too-old",
+    Severity.ERROR,
+    "PyTorch",
+    "A GPU here is older than every current torch build",
+    """Current PyTorch builds dropped this GPU's architecture (CUDA 12 dropped Kepler, CUDA 13 dropped
+    Maxwell, Pascal and Volta). An older torch release still supports it, if any does.""",
+)
+CUDNN_PROBLEM = entry(
+    "CD207",
+    "cudnn-problem",
+    Severity.ERROR,
+    "PyTorch",
+    "cuDNN cannot be used",
+    """torch.backends.cudnn.version() failed: the cuDNN library found at run time is missing or
+    incompatible with the one torch was built with, so convolutions and RNNs fail or fall back.""",
+)
+CUDNN_SHADOWED = entry(
+    "CD208",
+    "cudnn-shadowed",
+    Severity.WARNING,
+    "PyTorch",
+    "A system cuDNN shadows the wheel's own",
+    """pip wheels bring their own cuDNN (nvidia-cudnn-cu1x). A libcudnn found first through LD_LIBRARY_PATH
+    or the system library path is loaded instead, and a version mismatch shows up as cuDNN errors or
+    silent slowdowns.""",
+)
+NVCC_DIFFERS = entry(
+    "CD209",
+    "nvcc-differs-from-torch",
+    Severity.INFO,
+    "PyTorch",
+    "The system nvcc's CUDA differs from torch's: not a problem",
+    """pip and conda builds of torch carry their own CUDA runtime; the toolkit's nvcc is only used to
+    compile extensions. `python -m torch.utils.collect_env` prints nvcc's version as "CUDA runtime
+    version", which misleads: it is not what torch runs on.""",
+)
+NOT_AVAILABLE = entry(
+    "CD210",
+    "cuda-not-available",
+    Severity.ERROR,
+    "PyTorch",
+    "torch.cuda.is_available() is False although the driver sees GPUs",
+    """NVML reports GPUs, but torch cannot use any. The findings it names are the cause.""",
+)
+IMPORT_FAILED = entry(
+    "CD211",
+    "torch-import-failed",
+    Severity.ERROR,
+    "PyTorch",
+    "import torch fails",
+    """torch is installed but raises on import: a broken or half-upgraded install, missing shared
+    libraries, or a wheel for another Python version.""",
+)
+TORCH_PROBE_FAILED = entry(
+    "CD212",
+    "torch-probe-failed",
+    Severity.ERROR,
+    "PyTorch",
+    "The torch check did not finish",
+    """The child process that imports torch and initialises CUDA hung or died. A hang in CUDA
+    initialisation usually means a stuck driver; a crash, a broken install.""",
+)
+ROCM_BUILD = entry(
+    "CD213",
+    "rocm-build-on-nvidia",
+    Severity.ERROR,
+    "PyTorch",
+    "A ROCm (AMD) build of torch is installed on an NVIDIA machine",
+    """ROCm builds of torch drive AMD GPUs through HIP; they cannot use an NVIDIA GPU.""",
+)
+CODE_ADVICE = entry(
+    "CD214",
+    "cpu-fallback-code",
+    Severity.INFO,
+    "PyTorch",
+    "No usable GPU: write code that falls back to the CPU",
+    """Code that hard-codes "cuda" or loads GPU-saved checkpoints without map_location fails here
+    ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False").""",
+)
+NO_KERNEL = entry(
+    "CD215",
+    "kernel-launch-failed",
+    Severity.ERROR,
+    "PyTorch",
+    "A kernel launch on the GPU failed",
+    """CUDA initialised, but the first real operation failed. "no kernel image is available" means the
+    build lacks this GPU's architecture; other errors point at the driver or the GPU.""",
+)
+CPU_NO_GPU = entry(
+    "CD216",
+    "cpu-build-no-gpu",
+    Severity.INFO,
+    "PyTorch",
+    "A CPU-only PyTorch, and no NVIDIA GPU to use: consistent",
+    """This torch build has no CUDA support, which is right for a machine without an NVIDIA GPU.""",
+)
+
+PYPI_WINDOWS_NOTE = "On Windows, `pip install torch` from PyPI installs a CPU-only build; use the index URL."
+
+
+def _gpus_present(f: Facts) -> bool:
+    return bool(f.driver and f.driver.init_status == "ok" and f.driver.device_count)
+
+
+def _advice_fix(advice: Advice, label: str) -> list[Remediation]:
+    out = []
+    if advice.commands:
+        out.append(fix(f"{label} ({advice.note})", *advice.commands))
+    if advice.driver_upgrade:
+        out.append(
+            fix(
+                f"Or upgrade the NVIDIA driver to {advice.driver_upgrade} or newer, then keep newer builds",
+                "nvidia-smi  # shows the driver version now",
+            )
+        )
+    if not out:
+        out.append(fix(advice.note, "# see https://pytorch.org/get-started/previous-versions/"))
+    return out
+
+
+def evaluate(f: Facts) -> list[Finding]:
+    t = f.torch
+    if t is None:
+        return []
+    if t.timed_out:
+        return [
+            TORCH_PROBE_FAILED.finding(
+                title="The torch child process did not finish in time"
+                + (" (CUDA initialisation hung)" if t.version and t.is_available is None else ""),
+                fix=[
+                    fix(
+                        "Try it by hand and see where it stops",
+                        f'{t.python_executable} -c "import torch; print(torch.cuda.is_available())"',
+                    ),
+                    fix("Look for driver errors", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"),
+                ],
+            )
+        ]
+    if t.import_error and t.installed:
+        return [
+            IMPORT_FAILED.finding(
+                title=f"import torch fails: {t.import_error}",
+                fix=[
+                    fix(
+                        "Reinstall torch cleanly in this environment",
+                        f"{t.python_executable} -m pip uninstall -y torch",
+                        *advise(f).commands[-1:],
+                    )
+                ],
+            )
+        ]
+    if not t.installed:
+        advice = advise(f) if _gpus_present(f) else None
+        cmds = (
+            advice.commands
+            if advice and advice.commands
+            else [f"{t.python_executable} -m pip install torch --index-url {wheels.INDEX_URL.format(variant='cpu')}"]
+        )
+        return [
+            NOT_INSTALLED.finding(
+                title=f"PyTorch is not installed in {t.python_executable}",
+                fix=[
+                    fix("Install the build that fits this machine", *cmds),
+                    fix(
+                        "Or diagnose the environment where torch is installed",
+                        "cudadoctor check --python /path/to/venv/bin/python",
+                    ),
+                ],
+            )
+        ]
+    if t.child_error and not t.version:
+        return [TORCH_PROBE_FAILED.finding(title=f"The torch child process failed: {t.child_error}")]
+    out: list[Finding] = []
+    if t.hip:
+        out.append(
+            ROCM_BUILD.finding(
+                title=f"torch {t.version} is a ROCm {t.hip} build", fix=_advice_fix(advise(f), "Install a CUDA build")
+            )
+        )
+        return out
+    if not t.cuda_built:
+        out += _cpu_build(f, t)
+    else:
+        out += _cuda_build(f, t)
+    out += _cudnn(f, t)
+    out += _nvcc(f, t)
+    no_gpu_at_all = f.pci is not None and f.pci.scanned and not f.pci.nvidia_gpus and not _gpus_present(f)
+    mps = f.system is not None and f.system.os == "Darwin" and t.mps_available
+    # with no GPU at all, CD108 already gives the same code advice
+    if t.is_available is not True and not mps and not no_gpu_at_all:
+        out.append(
+            CODE_ADVICE.finding(
+                fix=[
+                    fix(
+                        "Pick the device at run time",
+                        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+                    ),
+                    fix("Load checkpoints saved on a GPU", "torch.load(path, map_location='cpu')"),
+                ]
+            )
+        )
+    return out
+
+
+def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
+    if _gpus_present(f):
+        advice = advise(f)
+        why = CPU_ONLY.explanation
+        if f.system is not None and f.system.os == "Windows":
+            why += " " + PYPI_WINDOWS_NOTE
+        return [
+            CPU_ONLY.finding(
+                title=f"torch {t.version} is a CPU-only build, but this machine has an NVIDIA GPU",
+                why=why,
+                fix=_advice_fix(advice, "Install the CUDA build for this driver"),
+            )
+        ]
+    if f.system is not None and f.system.os == "Darwin":
+        return [
+            CPU_NO_GPU.finding(
+                title=f"torch {t.version} on macOS: MPS {'available' if t.mps_available else 'not available'}"
+            )
+        ]
+    return [CPU_NO_GPU.finding(title=f"torch {t.version} is a CPU-only build, and there is no NVIDIA GPU to use")]
+
+
+def _wheel_cuda(t: TorchFacts) -> tuple[int, int] | None:
+    v = parse_version(t.cuda)
+    return (v[0], v[1]) if v and len(v) >= 2 else None
+
+
+def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
+    out: list[Finding] = []
+    drv = driver_view(f)
+    wheel = _wheel_cuda(t)
+    if wheel is not None and _gpus_present(f):
+        compat = drv.runs(wheel)
+        have = f"{drv.cuda[0]}.{drv.cuda[1]}" if drv.cuda else "unknown"
+        if compat is None:
+            need = full_minimum(*wheel, windows=drv.windows) or major_floor(wheel[0], drv.windows)
+            advice = advise(f)
+            out.append(
+                DRIVER_TOO_OLD.finding(
+                    title=f"torch {t.version} needs CUDA {t.cuda}; driver {drv.version} supports CUDA up to {have}",
+                    fix=[
+                        fix(
+                            f"Upgrade the NVIDIA driver to {need} or newer (CUDA {t.cuda})",
+                            "nvidia-smi  # shows the driver version now",
+                        ),
+                        *_advice_fix(advice, "Or install the build this driver runs")[:1],
+                    ],
+                )
+            )
+        elif compat == "minor":
+            out.append(
+                MINOR_COMPAT.finding(
+                    title=f"torch CUDA {t.cuda} on a driver for CUDA {have}: works through minor-version compatibility",
+                )
+            )
+    out += _arch(f, t)
+    if t.kernel_error:
+        out.append(
+            NO_KERNEL.finding(
+                title=f"A kernel on cuda:0 failed: {t.kernel_error}",
+                fix=_advice_fix(advise(f), "Install a build compiled for this GPU"),
+            )
+        )
+    if t.is_available and not t.kernel_error and not any(x.severity is Severity.ERROR for x in out):
+        names = ", ".join(sorted({d.name or "?" for d in t.devices})) or "no devices"
+        cudnn = cudnn_int_to_str(t.cudnn_version)
+        out.append(
+            TORCH_OK.finding(
+                title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) uses "
+                f"{t.device_count} GPU{'s' if t.device_count != 1 else ''}: {names}",
+            )
+        )
+    return out
+
+
+def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
+    out: list[Finding] = []
+    if not t.arch_flags:
+        return out
+    machine = f.system.machine if f.system else None
+    newest = wheels.newest_release()
+    for name, cc in gpu_capabilities(f):
+        if wheels.covers(t.arch_flags, cc) is not False:
+            continue
+        current = [v for v in wheels.variants(newest, machine) if wheels.covers(v.arch_flags, cc)]
+        label = f"{name} (compute capability {cc}, {arch_name(cc)})"
+        built = " ".join(t.arch_flags)
+        if current:
+            out.append(
+                ARCH_UNSUPPORTED.finding(
+                    title=f"torch {t.version} has no kernels for {label}",
+                    why=f"{ARCH_UNSUPPORTED.explanation} This build targets: {built}. "
+                    f"Builds that cover it: {', '.join(v.name for v in current)}.",
+                    fix=_advice_fix(advise(f), "Install a build compiled for this GPU"),
+                )
+            )
+            continue
+        last = next(
+            (
+                r
+                for r in wheels.releases_newest_first()
+                if any(wheels.covers(v.arch_flags, cc) for v in wheels.variants(r, machine))
+            ),
+            None,
+        )
+        if last is not None:
+            variant = next(v for v in wheels.variants(last, machine) if wheels.covers(v.arch_flags, cc))
+            why = (
+                f"{GPU_TOO_OLD.explanation} The newest torch with a build for {cc} is {last} ({variant.name}); "
+                f"it needs a driver for CUDA {variant.cuda[0]}.{variant.cuda[1]}."
+            )
+            fixes = _advice_fix(advise(f), f"Install torch {last}")
+        else:
+            why = f"{GPU_TOO_OLD.explanation} No PyTorch release in cudadoctor's tables supports it."
+            fixes = [fix("Use the CPU, or a newer GPU", "device = torch.device('cpu')")]
+        out.append(GPU_TOO_OLD.finding(title=f"{label} is older than every current torch build", why=why, fix=fixes))
+    return out
+
+
+def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
+    out: list[Finding] = []
+    if t.cudnn_error:
+        out.append(
+            CUDNN_PROBLEM.finding(
+                title=f"cuDNN: {t.cudnn_error}",
+                fix=[
+                    fix(
+                        "Use the cuDNN that came with the wheel: drop system cuDNN paths",
+                        "echo $LD_LIBRARY_PATH",
+                        "unset LD_LIBRARY_PATH",
+                    ),
+                    fix(
+                        "Reinstall the wheel's cuDNN",
+                        f"{t.python_executable} -m pip install --force-reinstall "
+                        "--no-deps $(pip list 2>/dev/null | grep -o '^nvidia-cudnn-cu[0-9]*')",
+                    ),
+                ],
+            )
+        )
+    # The wheel's own cuDNN sits in site-packages (nvidia/cudnn/lib or torch/lib) or, for conda, in the
+    # environment's lib; anything else was found first through LD_LIBRARY_PATH or the system path.
+    own = [os.path.dirname(t.path)] if t.path else []
+    own.append(os.path.dirname(os.path.dirname(t.python_executable)))
+    foreign = [p for p in t.loaded_libraries.get("cudnn", []) if not any(p.startswith(o + os.sep) for o in own)]
+    if foreign:
+        out.append(
+            CUDNN_SHADOWED.finding(
+                title=f"torch loaded a cuDNN from outside its environment: {foreign[0]}",
+                fix=[
+                    fix(
+                        "Let the wheel's own cuDNN load: remove that directory from LD_LIBRARY_PATH",
+                        "echo $LD_LIBRARY_PATH",
+                    )
+                ],
+            )
+        )
+    return out
+
+
+def _nvcc(f: Facts, t: TorchFacts) -> list[Finding]:
+    tk = f.toolkit
+    if tk is None or not tk.nvcc_version or not t.cuda:
+        return []
+    if tk.nvcc_version == t.cuda:
+        return []
+    return [
+        NVCC_DIFFERS.finding(
+            title=f"nvcc is CUDA {tk.nvcc_version}, torch carries CUDA {t.cuda}: not a problem for running torch",
+            why=f"{NVCC_DIFFERS.explanation} Only when compiling CUDA extensions for this torch should nvcc's major "
+            f"version ({tk.nvcc_version.split('.')[0]}) match torch's ({t.cuda.split('.')[0]}).",
+        )
+    ]
+
+
+def summarize(f: Facts, findings: list[Finding]) -> list[Finding]:
+    """CD210: one finding that names the root cause when NVML sees GPUs but torch cannot use them."""
+    t = f.torch
+    if t is None or not _gpus_present(f) or t.is_available is not False:
+        return []
+    causes = [x for x in findings if x.severity is Severity.ERROR and x.code != NOT_AVAILABLE.code]
+    if causes:
+        why = "Cause: " + "; ".join(f"{c.code} {c.title}" for c in causes[:3]) + "."
+    else:
+        warnings = "; ".join(t.availability_warnings) or "torch gave no warning"
+        why = f"No other check explains it. torch said: {warnings}"
+    return [
+        NOT_AVAILABLE.finding(
+            title=f"torch.cuda.is_available() is False although the driver sees {f.driver.device_count} GPU"  # type: ignore[union-attr]
+            f"{'s' if f.driver.device_count != 1 else ''}",  # type: ignore[union-attr]
+            why=why,
+            fix=[fix("Start with the first cause above", *(f"cudadoctor explain {c.code}" for c in causes[:1]))]
+            if causes
+            else [fix("See what CUDA itself says", f'{t.python_executable} -c "import torch; torch.cuda.init()"')],
+        )
+    ]

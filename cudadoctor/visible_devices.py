@@ -1,0 +1,96 @@
+"""CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, interpreted the way CUDA does (pure functions).
+
+- Entries: indices (into CUDA's own enumeration order), `GPU-` UUID prefixes, `MIG-` UUIDs.
+- Parsing stops at the first invalid entry; the ones before it still count.
+- A device named twice makes the whole list invalid: no device is visible.
+- An empty string (or "-1", an invalid first entry) hides every device.
+- CUDA enumerates FASTEST_FIRST unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML and nvidia-smi use PCI order.
+  CUDA's "fastest" heuristic is not published: identical GPUs keep PCI order, mixed ones are estimated
+  (higher compute capability, then more memory, first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cudadoctor.facts import NvmlDevice
+
+
+@dataclass
+class Selected:
+    ordinal: int  # the CUDA device number the process sees (cuda:N)
+    device: NvmlDevice
+    mig_uuid: str | None = None
+
+
+@dataclass
+class Visibility:
+    raw: str | None
+    order: str  # FASTEST_FIRST or PCI_BUS_ID
+    selected: list[Selected] = field(default_factory=list)
+    invalid_entry: str | None = None  # where parsing stopped
+    ignored: list[str] = field(default_factory=list)  # entries after (and including) the invalid one
+    duplicate: str | None = None
+    order_estimated: bool = False
+
+    @property
+    def hides_all(self) -> bool:
+        return not self.selected
+
+
+def _cc_key(d: NvmlDevice) -> tuple[int, int]:
+    try:
+        major, minor = (d.compute_capability or "0.0").split(".")
+        return int(major), int(minor)
+    except ValueError:
+        return (0, 0)
+
+
+def enumeration_order(devices: list[NvmlDevice], order: str) -> tuple[list[NvmlDevice], bool]:
+    """CUDA's device order before CUDA_VISIBLE_DEVICES applies, and whether it is an estimate."""
+    usable = [d for d in devices if d.error is None]
+    by_pci = sorted(usable, key=lambda d: (d.pci_bus_id or "", d.index))
+    if order == "PCI_BUS_ID" or len({(d.name, d.compute_capability) for d in usable}) <= 1:
+        return by_pci, False
+    fastest = sorted(by_pci, key=lambda d: (tuple(-x for x in _cc_key(d)), -(d.memory_total or 0)))
+    return fastest, True
+
+
+def parse(raw: str | None, devices: list[NvmlDevice], order: str | None = None) -> Visibility:
+    order = "PCI_BUS_ID" if (order or "").strip().upper() == "PCI_BUS_ID" else "FASTEST_FIRST"
+    enum, estimated = enumeration_order(devices, order)
+    vis = Visibility(raw=raw, order=order, order_estimated=estimated)
+    if raw is None:
+        vis.selected = [Selected(i, d) for i, d in enumerate(enum)]
+        return vis
+    entries = raw.split(",")
+    chosen: list[tuple[NvmlDevice, str | None]] = []
+    for pos, entry in enumerate(entries):
+        token = entry.strip()
+        match = _resolve(token, enum, devices)
+        if match is None:
+            vis.invalid_entry = entry
+            vis.ignored = entries[pos:]
+            break
+        key = match[1] or match[0].uuid or str(match[0].index)
+        if any((c[1] or c[0].uuid or str(c[0].index)) == key for c in chosen):
+            vis.duplicate = token
+            return vis  # a duplicate invalidates the whole list
+        chosen.append(match)
+    vis.selected = [Selected(i, d, mig) for i, (d, mig) in enumerate(chosen)]
+    return vis
+
+
+def _resolve(token: str, enum: list[NvmlDevice], devices: list[NvmlDevice]) -> tuple[NvmlDevice, str | None] | None:
+    if token.isdigit():
+        i = int(token)
+        return (enum[i], None) if i < len(enum) else None
+    if token.startswith("GPU-") and len(token) > 4:
+        hits = [d for d in enum if d.uuid and d.uuid.startswith(token)]
+        return (hits[0], None) if len(hits) == 1 else None
+    if token.startswith("MIG-"):
+        for d in devices:
+            for inst in d.mig_instances:
+                if inst.uuid == token:
+                    return d, token
+    return None
