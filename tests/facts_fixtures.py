@@ -11,6 +11,8 @@ from cudadoctor.facts import (
     PciFacts,
     SystemFacts,
     ToolkitFacts,
+    TorchDevice,
+    TorchFacts,
 )
 
 GiB = 1 << 30
@@ -88,4 +90,41 @@ def no_driver(**system) -> Facts:
         driver=DriverFacts(binding="nvidia-ml-py 13.615.71", library_loaded=False, init_status="LIBRARY_NOT_FOUND"),
         cuda_driver=CudaDriverFacts(library_found=False, load_error="libcuda.so.1: cannot open shared object file"),
         toolkit=ToolkitFacts(),
+    )
+
+
+def torch_cuda(
+    version: str, cuda: str, arch: str, devices: list[NvmlDevice], available: bool = True, **kw
+) -> TorchFacts:
+    from cudadoctor.knowledge.wheels import arch_list_to_flags
+
+    return TorchFacts(
+        python_executable="/opt/venv/bin/python",
+        installed=True,
+        version=version,
+        path="/opt/venv/lib/python3.11/site-packages/torch",
+        cuda=cuda,
+        cuda_built=True,
+        cudnn_built=True,
+        arch_flags=list(arch_list_to_flags(arch)),
+        is_available=available,
+        device_count=len(devices) if available else 0,
+        devices=[TorchDevice(d.index, d.name, d.compute_capability, d.memory_total) for d in devices]
+        if available
+        else [],
+        complete=True,
+        **kw,
+    )
+
+
+def torch_cpu(version: str = "2.13.0+cpu", **kw) -> TorchFacts:
+    return TorchFacts(
+        python_executable="/opt/venv/bin/python",
+        installed=True,
+        version=version,
+        path="/opt/venv/lib/python3.11/site-packages/torch",
+        is_available=False,
+        device_count=0,
+        complete=True,
+        **kw,
     )

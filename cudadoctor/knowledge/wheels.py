@@ -135,31 +135,37 @@ def releases_newest_first() -> list[str]:
     return sorted(RELEASES, key=lambda r: tuple(int(x) for x in r.split(".")), reverse=True)
 
 
-def covers(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> bool | None:
-    """Can a build with these arch flags run on a GPU of capability cc?
+def coverage(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> str | None:
+    """How a build with these arch flags runs on a GPU of capability cc: "sm" (a cubin), "ptx"
+    (only by JIT-compiling embedded PTX), "none", or None when cc is unknown.
 
     A cubin sm_XY runs on X.Z with Z >= Y (same major; arch-specific sm_XYa only on X.Y exactly);
-    PTX compute_XY is JIT-compiled for any capability >= X.Y. None when cc is unknown.
+    PTX compute_XY is JIT-compiled for any capability >= X.Y. torch itself only counts cubins of the
+    same major as supported, and libraries without that architecture can still fail under PTX.
     """
     target = parse_cc(cc)
     if target is None:
         return None
+    best = "none"
     for flag in arch_flags:
         kind, _, num = flag.partition("_")
-        specific = num.endswith(("a", "f"))
         digits = num.rstrip("af")
         if not digits.isdigit() or len(digits) < 2:
             continue
         flag_cc = (int(digits[:-1]), int(digits[-1]))
         if kind == "sm":
-            if specific and num.endswith("a"):
-                if flag_cc == target:
-                    return True
-            elif flag_cc[0] == target[0] and flag_cc[1] <= target[1]:
-                return True
+            exact_only = num.endswith("a")
+            if flag_cc == target or (not exact_only and flag_cc[0] == target[0] and flag_cc[1] <= target[1]):
+                return "sm"
         elif kind == "compute" and flag_cc <= target:
-            return True
-    return False
+            best = "ptx"
+    return best
+
+
+def covers(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> bool | None:
+    """True when the build runs on cc by cubin or PTX; None when cc is unknown."""
+    c = coverage(arch_flags, cc)
+    return None if c is None else c != "none"
 
 
 def torchvision_for(torch_version: str) -> str | None:

@@ -74,21 +74,14 @@ def _patch_version(release: str, installed: str | None) -> str:
     return f"{release}.0"
 
 
-def _fits(v: wheels.Variant, drv: DriverView, ccs: list[str]) -> str | None:
+def _fits(v: wheels.Variant, drv: DriverView, ccs: list[str], cubin: bool) -> str | None:
     compat = drv.runs(v.cuda)
     if compat is None:
         return None
-    if any(wheels.covers(v.arch_flags, cc) is False for cc in ccs):
+    wanted = ("sm",) if cubin else ("sm", "ptx")
+    if any(wheels.coverage(v.arch_flags, cc) not in (*wanted, None) for cc in ccs):
         return None
     return compat
-
-
-def _best(candidates: list[wheels.Variant], drv: DriverView, ccs: list[str]) -> tuple[wheels.Variant, str] | None:
-    fitting = [(v, c) for v in candidates if (c := _fits(v, drv, ccs))]
-    if not fitting:
-        return None
-    # full compatibility first (no PTX-JIT caveat), then the newest CUDA
-    return max(fitting, key=lambda vc: (vc[1] == "full", vc[0].cuda))
 
 
 def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[str]:
@@ -108,6 +101,8 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
     return cmds
 
 
+# Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
+# inside a release, full driver compatibility before minor-version compatibility, then the newest CUDA.
 def advise(f: Facts) -> Advice:
     drv = driver_view(f)
     ccs = [cc for _, cc in gpu_capabilities(f)]
@@ -116,41 +111,38 @@ def advise(f: Facts) -> Advice:
     release = wheels.release_of(installed)
     if release not in wheels.RELEASES:
         release = wheels.newest_release()
-    best = _best(wheels.variants(release, machine), drv, ccs)
-    if best is not None:
-        v, compat = best
-        version = _patch_version(release, installed)
-        return Advice(
-            v,
-            version,
-            compat,
-            install_commands(version, v, f),
-            note=f"torch {version} {v.name}: the newest build of this release the driver runs "
-            f"and every GPU is compiled for",
-        )
-    # Not in this release: what would a newer driver allow, and which older release still fits?
+    here = parse_version(release)
+    ordered = wheels.releases_newest_first()
+    newer = [r for r in ordered if parse_version(r) > here]  # type: ignore[operator]
+    older = [r for r in ordered if parse_version(r) < here]  # type: ignore[operator]
+    # What a newer driver would allow: this release's newest build that covers the GPUs.
     upgrade = None
-    arch_ok = [
-        v for v in wheels.variants(release, machine) if all(wheels.covers(v.arch_flags, cc) is not False for cc in ccs)
-    ]
+    arch_ok = [v for v in wheels.variants(release, machine) if all(wheels.covers(v.arch_flags, cc) for cc in ccs)]
     if arch_ok:
         target = max(arch_ok, key=lambda v: v.cuda)
-        upgrade = full_minimum(*target.cuda, windows=drv.windows) or major_floor(target.cuda[0], drv.windows)
-    for older in wheels.releases_newest_first():
-        if parse_version(older) >= parse_version(release):  # type: ignore[operator]
-            continue
-        found = _best(wheels.variants(older, machine), drv, ccs)
-        if found:
-            v, compat = found
-            version = f"{older}.0"
+        if drv.runs(target.cuda) is None:
+            upgrade = full_minimum(*target.cuda, windows=drv.windows) or major_floor(target.cuda[0], drv.windows)
+    for cubin in (True, False):
+        for rel in [release, *newer, *older]:
+            fitting = [(v, c) for v in wheels.variants(rel, machine) if (c := _fits(v, drv, ccs, cubin))]
+            if not fitting:
+                continue
+            v, compat = max(fitting, key=lambda vc: (vc[1] == "full", vc[0].cuda))
+            version = _patch_version(rel, installed)
+            why = (
+                "fits this driver and every GPU"
+                if rel == release
+                else (f"no build of torch {release} fits this driver and these GPUs as well")
+            )
+            if not cubin:
+                why += "; runs through PTX JIT only"
             return Advice(
                 v,
                 version,
                 compat,
                 install_commands(version, v, f),
-                driver_upgrade=upgrade,
-                note=f"no build of torch {release} fits this driver and these GPUs; "
-                f"torch {older} {v.name} is the newest that does",
+                note=f"torch {version} {v.name}: {why}",
+                driver_upgrade=upgrade if rel != release else None,
             )
     return Advice(
         None, None, driver_upgrade=upgrade, note="no known torch build fits this driver and these GPUs together"

@@ -170,6 +170,18 @@ CPU_NO_GPU = entry(
     """This torch build has no CUDA support, which is right for a machine without an NVIDIA GPU.""",
 )
 
+PTX_ONLY = entry(
+    "CD217",
+    "gpu-runs-on-ptx-only",
+    Severity.WARNING,
+    "PyTorch",
+    "A GPU here runs this torch build only through PTX JIT",
+    """The build has no compiled kernels (cubins) for this GPU's architecture, only PTX for an older one,
+    which the driver JIT-compiles at start-up: the first run is slow, and libraries without kernels for
+    this architecture can still fail with "no kernel image is available". torch warns that the GPU "is
+    not compatible with the current PyTorch installation".""",
+)
+
 PYPI_WINDOWS_NOTE = "On Windows, `pip install torch` from PyPI installs a CPU-only build; use the index URL."
 
 
@@ -258,6 +270,8 @@ def evaluate(f: Facts) -> list[Finding]:
     else:
         out += _cuda_build(f, t)
     out += _cudnn(f, t)
+    if t.cuda_built and t.is_available and not t.kernel_error and not any(x.severity is Severity.ERROR for x in out):
+        out.insert(0, _torch_ok(t))
     out += _nvcc(f, t)
     no_gpu_at_all = f.pci is not None and f.pci.scanned and not f.pci.nvidia_gpus and not _gpus_present(f)
     mps = f.system is not None and f.system.os == "Darwin" and t.mps_available
@@ -297,6 +311,15 @@ def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
             )
         ]
     return [CPU_NO_GPU.finding(title=f"torch {t.version} is a CPU-only build, and there is no NVIDIA GPU to use")]
+
+
+def _torch_ok(t: TorchFacts) -> Finding:
+    names = ", ".join(sorted({d.name or "?" for d in t.devices})) or "no devices"
+    cudnn = cudnn_int_to_str(t.cudnn_version)
+    return TORCH_OK.finding(
+        title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) uses "
+        f"{t.device_count} GPU{'s' if t.device_count != 1 else ''}: {names}",
+    )
 
 
 def _wheel_cuda(t: TorchFacts) -> tuple[int, int] | None:
@@ -340,15 +363,6 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
                 fix=_advice_fix(advise(f), "Install a build compiled for this GPU"),
             )
         )
-    if t.is_available and not t.kernel_error and not any(x.severity is Severity.ERROR for x in out):
-        names = ", ".join(sorted({d.name or "?" for d in t.devices})) or "no devices"
-        cudnn = cudnn_int_to_str(t.cudnn_version)
-        out.append(
-            TORCH_OK.finding(
-                title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) uses "
-                f"{t.device_count} GPU{'s' if t.device_count != 1 else ''}: {names}",
-            )
-        )
     return out
 
 
@@ -357,42 +371,66 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
     if not t.arch_flags:
         return out
     machine = f.system.machine if f.system else None
-    newest = wheels.newest_release()
+    release = wheels.release_of(t.version)
+    if release not in wheels.RELEASES:
+        release = wheels.newest_release()
+    here = parse_version(release)
     for name, cc in gpu_capabilities(f):
-        if wheels.covers(t.arch_flags, cc) is not False:
+        how = wheels.coverage(t.arch_flags, cc)
+        if how in ("sm", None):
             continue
-        current = [v for v in wheels.variants(newest, machine) if wheels.covers(v.arch_flags, cc)]
         label = f"{name} (compute capability {cc}, {arch_name(cc)})"
-        built = " ".join(t.arch_flags)
-        if current:
+        # releases (newest first) with a build that has real kernels for this GPU
+        covering = {
+            r: names
+            for r in wheels.releases_newest_first()
+            if (names := [v.name for v in wheels.variants(r, machine) if wheels.coverage(v.arch_flags, cc) == "sm"])
+        }
+        same = covering.get(release, [])
+        newer = [r for r in covering if parse_version(r) > here]  # type: ignore[operator]
+        if same:
+            where = f"torch {release} builds with kernels for it: {', '.join(same)}."
+        elif newer:
+            where = f"No torch {release} build has kernels for it; torch {min(newer, key=parse_version)} and newer do."
+        else:
+            where = ""
+        targets = f"This build targets: {' '.join(t.arch_flags)}."
+        fixes = _advice_fix(advise(f), "Install a build compiled for this GPU")
+        if how == "ptx":
+            out.append(
+                PTX_ONLY.finding(
+                    title=f"torch {t.version} runs on {label} only through PTX JIT",
+                    why=f"{PTX_ONLY.explanation} {targets} {where}".strip(),
+                    fix=fixes,
+                )
+            )
+        elif same or newer:
             out.append(
                 ARCH_UNSUPPORTED.finding(
                     title=f"torch {t.version} has no kernels for {label}",
-                    why=f"{ARCH_UNSUPPORTED.explanation} This build targets: {built}. "
-                    f"Builds that cover it: {', '.join(v.name for v in current)}.",
-                    fix=_advice_fix(advise(f), "Install a build compiled for this GPU"),
+                    why=f"{ARCH_UNSUPPORTED.explanation} {targets} {where}",
+                    fix=fixes,
                 )
             )
-            continue
-        last = next(
-            (
-                r
-                for r in wheels.releases_newest_first()
-                if any(wheels.covers(v.arch_flags, cc) for v in wheels.variants(r, machine))
-            ),
-            None,
-        )
-        if last is not None:
-            variant = next(v for v in wheels.variants(last, machine) if wheels.covers(v.arch_flags, cc))
-            why = (
-                f"{GPU_TOO_OLD.explanation} The newest torch with a build for {cc} is {last} ({variant.name}); "
-                f"it needs a driver for CUDA {variant.cuda[0]}.{variant.cuda[1]}."
+        elif covering:
+            last = next(iter(covering))
+            why = f"{GPU_TOO_OLD.explanation} The newest torch with a build for {cc} is {last} ({covering[last][0]})."
+            out.append(
+                GPU_TOO_OLD.finding(
+                    title=f"{label} is older than every current torch build",
+                    why=why,
+                    fix=_advice_fix(advise(f), f"Install torch {last}"),
+                )
             )
-            fixes = _advice_fix(advise(f), f"Install torch {last}")
         else:
             why = f"{GPU_TOO_OLD.explanation} No PyTorch release in cudadoctor's tables supports it."
-            fixes = [fix("Use the CPU, or a newer GPU", "device = torch.device('cpu')")]
-        out.append(GPU_TOO_OLD.finding(title=f"{label} is older than every current torch build", why=why, fix=fixes))
+            out.append(
+                GPU_TOO_OLD.finding(
+                    title=f"{label} is not supported by any known torch build",
+                    why=why,
+                    fix=[fix("Use the CPU", "device = torch.device('cpu')")],
+                )
+            )
     return out
 
 

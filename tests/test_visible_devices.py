@@ -1,0 +1,113 @@
+"""CUDA_VISIBLE_DEVICES parsing, as CUDA does it: examples and properties."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cudadoctor.facts import MigInstance, NvmlDevice
+from cudadoctor.visible_devices import parse
+
+
+def dev(i: int, name: str = "NVIDIA A100-SXM4-80GB", cc: str = "8.0", total: int = 80) -> NvmlDevice:
+    return NvmlDevice(
+        index=i,
+        name=name,
+        compute_capability=cc,
+        uuid=f"GPU-{i:x}{i:x}aa0000-1111-2222-3333-444455556666",
+        pci_bus_id=f"00000000:{0x10 + i:02X}:00.0",
+        memory_total=total << 30,
+        memory_free=total << 30,
+    )
+
+
+FOUR = [dev(i) for i in range(4)]
+
+
+def nvml(vis):
+    return [s.device.index for s in vis.selected]
+
+
+def test_unset_shows_all_in_pci_order():
+    assert nvml(parse(None, FOUR)) == [0, 1, 2, 3]
+
+
+def test_indices_reorder():
+    vis = parse("2,0", FOUR)
+    assert nvml(vis) == [2, 0] and [s.ordinal for s in vis.selected] == [0, 1]
+
+
+def test_empty_and_minus_one_hide_all():
+    assert parse("", FOUR).hides_all
+    assert parse("-1", FOUR).hides_all
+
+
+def test_parsing_stops_at_first_invalid_entry():
+    vis = parse("1,7,2", FOUR)
+    assert nvml(vis) == [1]
+    assert vis.invalid_entry == "7" and vis.ignored == ["7", "2"]
+
+
+def test_duplicate_invalidates_the_whole_list():
+    vis = parse("0,1,0", FOUR)
+    assert vis.hides_all and vis.duplicate == "0"
+    # the same device by index and by UUID is a duplicate too
+    assert parse(f"1,{FOUR[1].uuid}", FOUR).duplicate is not None
+
+
+def test_uuid_prefixes():
+    assert nvml(parse("GPU-22aa,GPU-33", FOUR)) == [2, 3]
+    assert parse("GPU-", FOUR).hides_all  # no prefix at all matches nothing
+    ambiguous = [dev(1), dev(2)]
+    ambiguous[1].uuid = ambiguous[0].uuid[:-1] + "7"
+    assert parse(ambiguous[0].uuid[:10], ambiguous).hides_all  # a prefix must name one device
+
+
+def test_mig_uuid():
+    d = dev(0)
+    d.mig_enabled = True
+    d.mig_instances = [MigInstance(0, "MIG-aaaa"), MigInstance(1, "MIG-bbbb")]
+    vis = parse("MIG-bbbb", [d])
+    assert vis.selected[0].mig_uuid == "MIG-bbbb"
+
+
+def test_whitespace_around_entries_is_tolerated():
+    assert nvml(parse(" 1 , 0", FOUR)) == [1, 0]
+
+
+def test_mixed_models_fastest_first_is_estimated_and_pci_bus_id_is_exact():
+    mixed = [dev(0, "NVIDIA GeForce RTX 3060", "8.6", 12), dev(1, "NVIDIA GeForce RTX 4090", "8.9", 24)]
+    fast = parse("0", mixed)
+    assert fast.order_estimated and nvml(fast) == [1]  # cuda:0 is the 4090, nvidia-smi's GPU 1
+    pci = parse("0", mixed, "PCI_BUS_ID")
+    assert not pci.order_estimated and nvml(pci) == [0]
+
+
+entries = st.one_of(
+    st.integers(min_value=-2, max_value=6).map(str),
+    st.sampled_from([d.uuid[:8] for d in FOUR] + ["GPU-ffff", "MIG-x", "", "abc"]),
+)
+
+
+@given(st.lists(entries, max_size=6))
+def test_properties(tokens):
+    raw = ",".join(tokens)
+    vis = parse(raw, FOUR)
+    chosen = nvml(vis)
+    # never more devices than exist, never the same device twice
+    assert len(chosen) == len(set(chosen)) <= len(FOUR)
+    # ordinals are 0..n-1 in order
+    assert [s.ordinal for s in vis.selected] == list(range(len(chosen)))
+    if vis.duplicate is not None:
+        assert chosen == []
+    elif vis.invalid_entry is not None:
+        # everything before the invalid entry was used, nothing after it
+        position = len(raw.split(",")) - len(vis.ignored)
+        assert len(chosen) == position
+    else:
+        assert len(chosen) == len(raw.split(","))
+
+
+@given(st.permutations(range(4)))
+def test_a_permutation_selects_exactly_those_devices(perm):
+    assert nvml(parse(",".join(map(str, perm)), FOUR)) == list(perm)
