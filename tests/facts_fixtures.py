@@ -98,6 +98,8 @@ def torch_cuda(
 ) -> TorchFacts:
     from cudadoctor.knowledge.wheels import arch_list_to_flags
 
+    kw.setdefault("cudnn_version", 91002 if available else None)
+
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
         installed=True,

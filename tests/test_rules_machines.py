@@ -237,3 +237,12 @@ def test_no_driver_with_cuda_torch_still_names_the_driver_first():
     by, findings = run(facts)
     assert findings[0].code == "CD108"
     assert "CD203" not in by  # no driver facts: no driver-age verdict
+
+
+def test_cuda_build_without_cudnn():
+    dev = [gpu(0, "NVIDIA A10", "8.6")]
+    facts = healthy(dev)
+    facts.torch = torch_cuda("2.13.0+cu126", "12.6", CU126, dev, cudnn_version=None)
+    by, _ = run(facts)
+    assert by["CD207"].title == "torch 2.13.0+cu126 finds no cuDNN"
+    assert commands(by["CD207"])[0].endswith("--index-url https://download.pytorch.org/whl/cu126")

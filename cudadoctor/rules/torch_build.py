@@ -436,6 +436,20 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
 
 def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
+    if t.cuda_built and t.is_available and t.cudnn_version is None and not t.cudnn_error:
+        out.append(
+            CUDNN_PROBLEM.finding(
+                title=f"torch {t.version} finds no cuDNN",
+                fix=[
+                    fix(
+                        "Install the wheel's cuDNN again",
+                        f"{t.python_executable} -m pip install --force-reinstall "
+                        f"--no-deps torch=={(t.version or '').split('+')[0]} --index-url "
+                        f"{wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda or '0.0'))}",
+                    )
+                ],
+            )
+        )
     if t.cudnn_error:
         out.append(
             CUDNN_PROBLEM.finding(
