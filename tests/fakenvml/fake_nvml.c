@@ -355,3 +355,19 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned *c, pinfo_t *o) { 
 int nvmlDeviceGetComputeRunningProcesses_v2(void *h, unsigned *c, pinfo_t *o) { ENTER("nvmlDeviceGetComputeRunningProcesses_v2"); return procs(h, c, o, 0); }
 int nvmlDeviceGetGraphicsRunningProcesses_v3(void *h, unsigned *c, pinfo_t *o) { ENTER("nvmlDeviceGetGraphicsRunningProcesses_v3"); return procs(h, c, o, 1); }
 int nvmlDeviceGetGraphicsRunningProcesses_v2(void *h, unsigned *c, pinfo_t *o) { ENTER("nvmlDeviceGetGraphicsRunningProcesses_v2"); return procs(h, c, o, 1); }
+
+/* Queries other NVML tools (nvitop, gpustat) make, answered with plausible constants so that a
+ * benchmark on the fake machine measures them doing their normal work, not their error paths. */
+int nvmlDeviceGetComputeMode(void *h, int *m) { DEVICE("nvmlDeviceGetComputeMode", ""); *m = 0; return 0; }
+int nvmlDeviceGetEncoderUtilization(void *h, unsigned *u, unsigned *p) { DEVICE("nvmlDeviceGetEncoderUtilization", ""); *u = 0; *p = 167000; return 0; }
+int nvmlDeviceGetDecoderUtilization(void *h, unsigned *u, unsigned *p) { DEVICE("nvmlDeviceGetDecoderUtilization", ""); *u = 0; *p = 167000; return 0; }
+int nvmlDeviceGetDisplayActive(void *h, int *a) { DEVICE("nvmlDeviceGetDisplayActive", ""); *a = 0; return 0; }
+int nvmlDeviceGetDriverModel(void *h, int *c, int *p) { (void)c; (void)p; DEVICE("nvmlDeviceGetDriverModel", ""); return 3; }
+int nvmlDeviceGetFanSpeed(void *h, unsigned *s) { DEVICE("nvmlDeviceGetFanSpeed", "fan"); *s = 30; return 0; }
+int nvmlDeviceGetPerformanceState(void *h, int *p) { DEVICE("nvmlDeviceGetPerformanceState", ""); *p = 0; return 0; }
+int nvmlDeviceGetPersistenceMode(void *h, int *m) { DEVICE("nvmlDeviceGetPersistenceMode", ""); *m = 1; return 0; }
+int nvmlDeviceGetPowerManagementLimit(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetPowerManagementLimit", "power"); *mw = 700000; return 0; }
+int nvmlDeviceGetEnforcedPowerLimit(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetEnforcedPowerLimit", "power"); *mw = 700000; return 0; }
+int nvmlDeviceGetPowerUsage(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetPowerUsage", "power"); *mw = 100000 + 5000 * d->util; return 0; }
+int nvmlDeviceGetProcessUtilization(void *h, void *s, unsigned *n, unsigned long long t) { (void)s; (void)n; (void)t; DEVICE("nvmlDeviceGetProcessUtilization", ""); return 6; }
+int nvmlDeviceGetTotalEccErrors(void *h, int e, int c, unsigned long long *n) { (void)e; (void)c; DEVICE("nvmlDeviceGetTotalEccErrors", ""); *n = 0; return 0; }
