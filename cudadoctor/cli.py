@@ -6,14 +6,14 @@ import os
 import shutil
 import sys
 import traceback
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cudadoctor import __version__, exitcodes
-from cudadoctor.model import ProbeOutcome, Severity
-from cudadoctor.probes import Probe
-from cudadoctor.serial import FormatError
+
+if TYPE_CHECKING:  # kept out of the import path: `cudadoctor gpus` must start fast
+    from cudadoctor.probes import Probe
 
 FORMATS = ("text", "json", "markdown")
 
@@ -24,19 +24,19 @@ def _fail(message: str, code: int = exitcodes.USAGE) -> None:
 
 
 def _check_writable(path: str) -> None:
-    p = Path(path)
-    if p.is_dir():
+    if os.path.isdir(path):
         _fail(f"cannot write --output {path}: it is a directory")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
         _fail(f"cannot write --output {path}: no such directory {parent}")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         _fail(f"cannot write --output {path}: permission denied")
 
 
 def _write(path: str, text: str) -> None:
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     except OSError as exc:
         _fail(f"cannot write --output {path}: {exc.strerror or exc}")
 
@@ -106,10 +106,13 @@ def check(
 ) -> None:
     """Diagnose this machine: driver, CUDA, toolkit, system; every problem with its fix."""
     from cudadoctor import report as report_mod
+    from cudadoctor.facts import Facts
+    from cudadoctor.model import ProbeOutcome, Severity
     from cudadoctor.probes import Context
     from cudadoctor.probes.registry import CHECK_PROBES
     from cudadoctor.rules import evaluate
     from cudadoctor.runner import run_probes
+    from cudadoctor.serial import FormatError
 
     if as_json:
         fmt = "json"
@@ -117,7 +120,8 @@ def check(
         _check_writable(output)
     if from_file:
         try:
-            text = Path(from_file).read_text(encoding="utf-8")
+            with open(from_file, encoding="utf-8") as fh:
+                text = fh.read()
         except OSError as exc:
             _fail(f"cannot read --from {from_file}: {exc.strerror or exc}")
         try:
@@ -127,7 +131,8 @@ def check(
     else:
         probes = _select_probes(CHECK_PROBES, only, skip)
         python = _target_python(python) if any(p.name == "torch" for p in probes) else sys.executable
-        facts, outcomes = run_probes(probes, Context(timeout=timeout, python=python))
+        results, outcomes = run_probes(probes, Context(timeout=timeout, python=python))
+        facts = Facts(**results)
         outcomes += [ProbeOutcome(p.name, "skipped", 0.0) for p in CHECK_PROBES if p not in probes]
     findings = evaluate(facts, outcomes)
     rep = report_mod.build("check", facts, outcomes, findings, Severity.ERROR)
@@ -158,7 +163,7 @@ def _target_python(python: str | None) -> str:
     if python is None:
         return sys.executable
     resolved = shutil.which(python) or python
-    if not Path(resolved).exists():
+    if not os.path.exists(resolved):
         _fail(f"--python {python}: no such file")
     problem = check_interpreter(resolved)
     if problem:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from cudadoctor.model import Finding, ProbeOutcome, Severity
+if TYPE_CHECKING:
+    from cudadoctor.model import Finding, ProbeOutcome, Severity
 
 OK = 0  # healthy: nothing at or above the --fail-on severity
 PROBLEMS = 1  # at least one finding at or above the --fail-on severity
@@ -22,8 +24,11 @@ DESCRIPTIONS = {
 }
 
 
-def decide(findings: Iterable[Finding], outcomes: Iterable[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> int:
-    """The one place that turns a report into an exit code."""
+def decide(findings: Iterable[Finding], outcomes: Iterable[ProbeOutcome], fail_on: Severity | None = None) -> int:
+    """The one place that turns a report into an exit code; fail_on defaults to errors."""
+    from cudadoctor.model import Severity
+
+    fail_on = fail_on or Severity.ERROR
     if any(o.failed for o in outcomes):
         return INCOMPLETE
     if any(f.severity.rank >= fail_on.rank for f in findings):

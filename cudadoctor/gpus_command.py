@@ -11,7 +11,7 @@ import time
 import click
 
 from cudadoctor import __version__, exitcodes
-from cudadoctor.facts import DriverFacts, Facts
+from cudadoctor.facts_nvml import DriverFacts
 from cudadoctor.probes import Context, Probe
 from cudadoctor.runner import run_probes
 from cudadoctor.selection import export_lines, sort_devices
@@ -24,10 +24,10 @@ NVML_TIMEOUT = 15.0
 
 
 def _collect_driver(ctx: Context) -> DriverFacts:
-    from cudadoctor.backends.host import describe_processes
     from cudadoctor.backends.nvml import query_driver
+    from cudadoctor.backends.procinfo import describe_processes
 
-    facts = query_driver(with_processes=True)
+    facts = query_driver(with_processes=True, with_binding=False)
     describe_processes([p for d in facts.devices for p in d.processes])
     return facts
 
@@ -35,6 +35,7 @@ def _collect_driver(ctx: Context) -> DriverFacts:
 def _no_driver_finding(driver: DriverFacts) -> tuple[str, str]:
     """The same finding `check` gives for this driver state: (code, title)."""
     from cudadoctor.backends.host import pci_facts, system_facts
+    from cudadoctor.facts import Facts
     from cudadoctor.rules import driver as driver_rules
 
     facts = Facts(system=system_facts(os.environ), pci=pci_facts(), driver=driver)
@@ -44,10 +45,10 @@ def _no_driver_finding(driver: DriverFacts) -> tuple[str, str]:
 
 
 def _snapshot() -> tuple[DriverFacts | None, str | None]:
-    facts, outcomes = run_probes([Probe("driver", _collect_driver, NVML_TIMEOUT)], Context())
-    if facts.driver is None:
+    results, outcomes = run_probes([Probe("driver", _collect_driver, NVML_TIMEOUT)], Context())
+    if "driver" not in results:
         return None, outcomes[0].error
-    return facts.driver, None
+    return results["driver"], None
 
 
 def run_gpus(

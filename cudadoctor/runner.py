@@ -8,12 +8,12 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from cudadoctor.facts import Facts
 from cudadoctor.model import ProbeOutcome
 from cudadoctor.probes import Context, Probe
 
 
-def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[Facts, list[ProbeOutcome]]:
+def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[dict[str, Any], list[ProbeOutcome]]:
+    """Each finished probe's result under its name, and how every probe ended."""
     results: dict[str, Any] = {}
     errors: dict[str, tuple[str, str]] = {}
     finished: dict[str, float] = {}
@@ -32,7 +32,7 @@ def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[Facts, list[Probe
     threads = [(p, threading.Thread(target=work, args=(p,), name=f"probe-{p.name}", daemon=True)) for p in probes]
     for _, t in threads:
         t.start()
-    facts = Facts()
+    facts: dict[str, Any] = {}
     outcomes = []
     for probe, t in threads:
         limit = ctx.timeout if ctx.timeout is not None else probe.timeout
@@ -50,6 +50,6 @@ def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[Facts, list[Probe
             message, tb = errors[probe.name]
             outcomes.append(ProbeOutcome(probe.name, "crashed", round(finished[probe.name], 3), message, tb))
         else:
-            setattr(facts, probe.name, results[probe.name])
+            facts[probe.name] = results[probe.name]
             outcomes.append(ProbeOutcome(probe.name, "ok", round(finished[probe.name], 3)))
     return facts, outcomes

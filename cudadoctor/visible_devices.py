@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudadoctor.facts import NvmlDevice
+from cudadoctor.facts_nvml import NvmlDevice
 
 
 @dataclass

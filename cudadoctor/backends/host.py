@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cudadoctor.backends.child import run_child
-from cudadoctor.facts import GpuProcess, PciDevice, PciFacts, SystemFacts, ToolkitFacts, ToolkitInstall
+from cudadoctor.facts import PciDevice, PciFacts, SystemFacts, ToolkitFacts, ToolkitInstall
 
 NVIDIA_VENDOR = "0x10de"
 # PCI class 0x03xxxx is a display controller (VGA 0x0300, 3D 0x0302); NVSwitch bridges are not GPUs.
@@ -209,20 +209,3 @@ def toolkit_facts(environ: Mapping[str, str], timeout: float = 5.0) -> ToolkitFa
                     seen_libs.add(os.path.realpath(so))
                     facts.libcudart.append(so)
     return facts
-
-
-def describe_processes(procs: list[GpuProcess]) -> None:
-    """Fill in name, user and command with psutil; a process that vanished or is hidden stays None."""
-    try:
-        import psutil
-    except ImportError:
-        return
-    for p in procs:
-        try:
-            proc = psutil.Process(p.pid)
-            with proc.oneshot():
-                p.name = proc.name()
-                p.user = proc.username()
-                p.command = " ".join(proc.cmdline()) or p.name
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue

@@ -11,10 +11,9 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
-from cudadoctor.facts import DriverFacts, GpuProcess, MigInstance, NvmlDevice
+from cudadoctor.facts_nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
 
 _LOCK = threading.Lock()
 
@@ -35,6 +34,8 @@ def _text(value: Any) -> str:
 
 
 def _binding_version() -> str | None:
+    from importlib import metadata
+
     for dist in ("nvidia-ml-py", "nvidia-ml-py3", "pynvml"):
         try:
             return f"{dist} {metadata.version(dist)}"
@@ -108,14 +109,17 @@ class _Session:
             self.facts.missing_functions.append(fn_name)
 
 
-def query_driver(with_processes: bool = True) -> DriverFacts:
-    """Everything NVML can tell about the driver and each GPU. Never raises for NVML trouble."""
+def query_driver(with_processes: bool = True, with_binding: bool = True) -> DriverFacts:
+    """Everything NVML can tell about the driver and each GPU. Never raises for NVML trouble.
+
+    with_binding=False skips naming the binding's version (importlib.metadata costs ~7 ms, which
+    `cudadoctor gpus` does not spend)."""
     try:
         import pynvml as nv  # the nvidia-ml-py binding
     except ImportError:
         return DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING")
 
-    facts = DriverFacts(binding=_binding_version(), library_loaded=False, init_status="ok")
+    facts = DriverFacts(binding=_binding_version() if with_binding else None, library_loaded=False, init_status="ok")
     with _LOCK:
         try:
             nv.nvmlInit()

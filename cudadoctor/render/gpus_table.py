@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.facts import NvmlDevice
+from cudadoctor.facts_nvml import NvmlDevice
 from cudadoctor.units import format_size
 from cudadoctor.visible_devices import Visibility
 
