@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,8 @@ def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[dict[str, Any], l
         try:
             results[probe.name] = probe.collect(ctx)
         except BaseException as exc:  # a probe must never take the report down
+            import traceback  # only on this path: start-up time matters for `cudadoctor gpus`
+
             errors[probe.name] = (f"{type(exc).__name__}: {exc}", traceback.format_exc())
         finally:
             finished[probe.name] = time.monotonic() - start
