@@ -105,14 +105,18 @@ def check(
     verbose: bool,
 ) -> None:
     """Diagnose this machine: driver, CUDA, toolkit, system; every problem with its fix."""
-    from cudadoctor import report as report_mod
     from cudadoctor.facts import Facts
     from cudadoctor.model import ProbeOutcome, Severity
     from cudadoctor.probes import Context
     from cudadoctor.probes.registry import CHECK_PROBES
-    from cudadoctor.rules import evaluate
     from cudadoctor.runner import run_probes
     from cudadoctor.serial import FormatError
+
+    def load_the_rest() -> None:
+        # while the probes run: rules, report and renderers are not needed before they finish
+        import cudadoctor.render.text
+        import cudadoctor.report
+        import cudadoctor.rules  # noqa: F401
 
     if as_json:
         fmt = "json"
@@ -124,18 +128,23 @@ def check(
                 text = fh.read()
         except OSError as exc:
             _fail(f"cannot read --from {from_file}: {exc.strerror or exc}")
+        from cudadoctor.report import load_facts
+
         try:
-            facts, outcomes = report_mod.load_facts(text)
+            facts, outcomes = load_facts(text)
         except FormatError as exc:
             _fail(f"--from {from_file}: {exc}")
     else:
         probes = _select_probes(CHECK_PROBES, only, skip)
         python = _target_python(python) if any(p.name == "torch" for p in probes) else sys.executable
-        results, outcomes = run_probes(probes, Context(timeout=timeout, python=python))
+        results, outcomes = run_probes(probes, Context(timeout=timeout, python=python), meanwhile=load_the_rest)
         facts = Facts(**results)
         outcomes += [ProbeOutcome(p.name, "skipped", 0.0) for p in CHECK_PROBES if p not in probes]
+    from cudadoctor.report import build
+    from cudadoctor.rules import evaluate
+
     findings = evaluate(facts, outcomes)
-    rep = report_mod.build("check", facts, outcomes, findings, Severity.ERROR)
+    rep = build("check", facts, outcomes, findings, Severity.ERROR)
     _emit(rep, fmt, output, redact, verbose)
     sys.exit(rep.exit_code)
 

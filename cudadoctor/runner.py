@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cudadoctor.model import ProbeOutcome
 from cudadoctor.probes import Context, Probe
 
 
-def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[dict[str, Any], list[ProbeOutcome]]:
-    """Each finished probe's result under its name, and how every probe ended."""
+def run_probes(
+    probes: Sequence[Probe], ctx: Context, meanwhile: Callable[[], object] | None = None
+) -> tuple[dict[str, Any], list[ProbeOutcome]]:
+    """Each finished probe's result under its name, and how every probe ended.
+
+    `meanwhile` runs on the calling thread while the probes work (the CLI imports its rules and
+    renderers there, so that start-up overlaps the slow torch child)."""
     results: dict[str, Any] = {}
     errors: dict[str, tuple[str, str]] = {}
     finished: dict[str, float] = {}
@@ -33,6 +38,8 @@ def run_probes(probes: Sequence[Probe], ctx: Context) -> tuple[dict[str, Any], l
     threads = [(p, threading.Thread(target=work, args=(p,), name=f"probe-{p.name}", daemon=True)) for p in probes]
     for _, t in threads:
         t.start()
+    if meanwhile is not None:
+        meanwhile()
     facts: dict[str, Any] = {}
     outcomes = []
     for probe, t in threads:

@@ -88,3 +88,18 @@ def test_pci_scan_finds_nvidia_display_controllers_only(tmp_path):
 
 def test_pci_scan_without_sysfs(tmp_path):
     assert pci_facts(str(tmp_path / "absent")).scanned is False
+
+
+def test_windows_display_adapters_are_parsed():
+    from cudadoctor.backends.host import parse_windows_adapters
+
+    one = '{"Name":"NVIDIA GeForce RTX 4070","PNPDeviceID":"PCI\\\\VEN_10DE&DEV_2786&SUBSYS_1","Status":"OK"}'
+    gpus = parse_windows_adapters(one)
+    assert [(g.device_id, g.kernel_driver) for g in gpus] == [("0x2786", "nvidia")]
+    many = (
+        '[{"Name":"Intel UHD","PNPDeviceID":"PCI\\\\VEN_8086&DEV_9BC4","Status":"OK"},'
+        '{"Name":"Microsoft Basic Display Adapter","PNPDeviceID":"PCI\\\\VEN_10DE&DEV_2684","Status":"Error"}]'
+    )
+    gpus = parse_windows_adapters(many)
+    assert len(gpus) == 1 and gpus[0].kernel_driver is None  # an NVIDIA GPU without its driver
+    assert parse_windows_adapters("not json") == []

@@ -131,7 +131,45 @@ def system_facts(environ: Mapping[str, str]) -> SystemFacts:
     )
 
 
-def pci_facts(root: str | None = None) -> PciFacts:
+_WINDOWS_QUERY = (
+    "Get-CimInstance Win32_VideoController | Select-Object Name,PNPDeviceID,Status | ConvertTo-Json -Compress"
+)
+
+
+def parse_windows_adapters(text: str) -> list[PciDevice]:
+    """NVIDIA display adapters from Win32_VideoController as JSON (one object, or a list)."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    items = data if isinstance(data, list) else [data]
+    out = []
+    for item in items:
+        pnp = str((item or {}).get("PNPDeviceID") or "")
+        m = re.search(r"VEN_10DE&DEV_([0-9A-F]{4})", pnp, re.IGNORECASE)
+        if m:
+            status = (item or {}).get("Status")
+            out.append(
+                PciDevice(
+                    address=pnp, device_id=f"0x{m.group(1).lower()}", kernel_driver=None if status != "OK" else "nvidia"
+                )
+            )
+    return out
+
+
+def _windows_pci(timeout: float) -> PciFacts:
+    res = run_child(["powershell", "-NoProfile", "-NonInteractive", "-Command", _WINDOWS_QUERY], timeout=timeout)
+    if not res.ok:
+        return PciFacts(scanned=False, method="Win32_VideoController (failed)")
+    return PciFacts(scanned=True, nvidia_gpus=parse_windows_adapters(res.stdout), method="Win32_VideoController")
+
+
+def pci_facts(root: str | None = None, timeout: float = 8.0) -> PciFacts:
+    """NVIDIA GPUs on the bus, whatever the driver: Linux sysfs, or Windows' display adapters."""
+    if sys.platform == "win32" and root is None:
+        return _windows_pci(timeout)
     root = root or SYSFS_PCI
     if not os.path.isdir(root):
         return PciFacts(scanned=False)
