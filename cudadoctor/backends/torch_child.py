@@ -19,6 +19,10 @@ def emit(out):
 
 def dist_version(name):
     try:
+        import importlib.util
+
+        if importlib.util.find_spec(name) is None:  # cheap; metadata scans every distribution
+            return None
         from importlib import metadata
 
         return metadata.version(name)
