@@ -23,14 +23,14 @@ def _fail(message: str, code: int = exitcodes.USAGE) -> None:
     sys.exit(code)
 
 
-def _check_writable(path: str) -> None:
+def _check_writable(path: str, option: str = "--output") -> None:
     if os.path.isdir(path):
-        _fail(f"cannot write --output {path}: it is a directory")
+        _fail(f"cannot write {option} {path}: it is a directory")
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
-        _fail(f"cannot write --output {path}: no such directory {parent}")
+        _fail(f"cannot write {option} {path}: no such directory {parent}")
     if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        _fail(f"cannot write --output {path}: permission denied")
+        _fail(f"cannot write {option} {path}: permission denied")
 
 
 def _write(path: str, text: str) -> None:
@@ -38,7 +38,7 @@ def _write(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
-        _fail(f"cannot write --output {path}: {exc.strerror or exc}")
+        _fail(f"cannot write {path}: {exc.strerror or exc}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,6 +91,21 @@ def cli() -> None:
 )
 @click.option("--only", type=str, metavar="PROBES", help="Run only these probes (comma-separated).")
 @click.option("--skip", type=str, metavar="PROBES", help="Skip these probes (comma-separated).")
+@click.option(
+    "--config",
+    "config_file",
+    type=str,
+    metavar="FILE",
+    help="Requirements file (default: cudadoctor.toml, or [tool.cudadoctor] in pyproject.toml).",
+)
+@click.option("--require-gpus", type=str, metavar="N", help="Gate: at least N GPUs CUDA can see and that qualify.")
+@click.option("--min-free-memory", type=str, metavar="SIZE", help="Gate: free memory per GPU (8GiB, 8G, 0.5TB).")
+@click.option("--min-compute-capability", type=str, metavar="X.Y", help="Gate: lowest compute capability.")
+@click.option("--expect-torch-cuda", type=str, metavar="X.Y", help="Gate: torch must be built for this CUDA.")
+@click.option("--require-cudnn", is_flag=True, default=None, help="Gate: cuDNN must be usable.")
+@click.option("--min-h2d-gbps", type=str, metavar="G", help="Gate: pinned host-to-device GB/s (measures bandwidth).")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), help="Lowest severity that fails (default error).")
+@click.option("--junit", type=str, metavar="FILE", help="Also write a JUnit XML report to FILE.")
 @click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks.")
 def check(
     fmt: str,
@@ -102,50 +117,46 @@ def check(
     python: str | None,
     only: str | None,
     skip: str | None,
+    config_file: str | None,
+    junit: str | None,
     verbose: bool,
+    **gate: str | bool | None,
 ) -> None:
-    """Diagnose this machine: driver, CUDA, toolkit, system; every problem with its fix."""
-    from cudadoctor.facts import Facts
-    from cudadoctor.model import ProbeOutcome, Severity
-    from cudadoctor.probes import Context
-    from cudadoctor.probes.registry import CHECK_PROBES
-    from cudadoctor.runner import run_probes
-    from cudadoctor.serial import FormatError
+    """Diagnose this machine: driver, CUDA, toolkit, torch, devices; every problem with its fix.
 
-    def load_the_rest() -> None:
-        # while the probes run: rules, report and renderers are not needed before they finish
-        import cudadoctor.render.text
-        import cudadoctor.report
-        import cudadoctor.rules  # noqa: F401
+    With requirements (options or config) it is a CI health gate: an unmet requirement is a finding,
+    and the exit code says whether the machine passes.
+    """
+    from cudadoctor import check_command as cc
 
-    if as_json:
-        fmt = "json"
-    if output:
-        _check_writable(output)
+    for option, path in (("--output", output), ("--junit", junit)):
+        if path:
+            _check_writable(path, option)
+    try:
+        req = cc.requirements(config_file, gate)
+    except ValueError as exc:  # ConfigError and bad option values
+        _fail(str(exc))
     if from_file:
         try:
-            with open(from_file, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            _fail(f"cannot read --from {from_file}: {exc.strerror or exc}")
-        from cudadoctor.report import load_facts
-
-        try:
-            facts, outcomes = load_facts(text)
-        except FormatError as exc:
-            _fail(f"--from {from_file}: {exc}")
+            facts, outcomes = cc.load_saved(from_file)
+        except ValueError as exc:
+            _fail(str(exc))
     else:
-        probes = _select_probes(CHECK_PROBES, only, skip)
-        python = _target_python(python) if any(p.name == "torch" for p in probes) else sys.executable
-        results, outcomes = run_probes(probes, Context(timeout=timeout, python=python), meanwhile=load_the_rest)
-        facts = Facts(**results)
-        outcomes += [ProbeOutcome(p.name, "skipped", 0.0) for p in CHECK_PROBES if p not in probes]
-    from cudadoctor.report import build
-    from cudadoctor.rules import evaluate
+        probes = _select_probes(cc.CHECK_PROBES, only, skip)
+        if any(p.name == "torch" for p in probes):
+            python = _target_python(python)
+        facts, outcomes = cc.collect(probes, python or sys.executable, timeout)
+    rep = cc.diagnose(facts, outcomes, req)
+    _emit(rep, "json" if as_json else fmt, output, redact, verbose)
+    if junit:
+        from cudadoctor.render.junit import render as junit_xml
 
-    findings = evaluate(facts, outcomes)
-    rep = build("check", facts, outcomes, findings, Severity.ERROR)
-    _emit(rep, fmt, output, redact, verbose)
+        _write(junit, junit_xml(rep, cc.severity(req.fail_on)))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from cudadoctor.render.github import annotations
+
+        for line in annotations(rep):
+            click.echo(line, err=fmt == "json" or as_json)
     sys.exit(rep.exit_code)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudadoctor import __version__, exitcodes
+from cudadoctor.config import Requirements
 from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, ProbeOutcome, Severity
 from cudadoctor.serial import FormatError, from_jsonable, to_jsonable
@@ -24,13 +25,14 @@ class Report:
     findings: list[Finding]
     exit_code: int
     verdict: str
+    requirements: Requirements | None = None  # the gate's requirements, when any were given
     schema_version: int = SCHEMA_VERSION
     tool: str = "cudadoctor"
     version: str = __version__
     created: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
 
-def verdict(findings: list[Finding], outcomes: list[ProbeOutcome]) -> str:
+def verdict(findings: list[Finding], outcomes: list[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> str:
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     counts = f"{len(errors)} error{'s' * (len(errors) != 1)}, {len(warnings)} warning{'s' * (len(warnings) != 1)}"
@@ -39,7 +41,8 @@ def verdict(findings: list[Finding], outcomes: list[ProbeOutcome]) -> str:
     if any(o.failed for o in outcomes):
         return "INCOMPLETE: the doctor could not finish every check"
     if warnings:
-        return f"USABLE WITH WARNINGS ({counts}): {warnings[0].title}"
+        label = "PROBLEMS" if fail_on is Severity.WARNING else "USABLE WITH WARNINGS"
+        return f"{label} ({counts}): {warnings[0].title}"
     return "HEALTHY: no problems found"
 
 
@@ -56,7 +59,7 @@ def build(
         probes=outcomes,
         findings=findings,
         exit_code=exitcodes.decide(findings, outcomes, fail_on),
-        verdict=verdict(findings, outcomes),
+        verdict=verdict(findings, outcomes, fail_on),
     )
 
 

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from cudadoctor import __version__, exitcodes
 from cudadoctor.cli import cli
-from cudadoctor.probes import Probe, registry
+from cudadoctor import check_command
+from cudadoctor.probes import Probe
 from cudadoctor.report import SCHEMA_VERSION
 from tests.conftest import ROOT, real_driver_present
 
@@ -72,7 +73,16 @@ def test_json_contract(runner):
         "probes",
         "findings",
     }
-    assert set(data["facts"]) == {"system", "pci", "driver", "cuda_driver", "toolkit", "torch"}
+    assert set(data["facts"]) == {
+        "system",
+        "pci",
+        "driver",
+        "cuda_driver",
+        "toolkit",
+        "torch",
+        "bandwidth",
+        "smoke",
+    }
     assert data["exit_code"] == r.exit_code
     for f in data["findings"]:
         assert set(f) == {"code", "severity", "section", "title", "why", "fix", "docs", "details"}
@@ -146,8 +156,8 @@ def _hang(ctx):
 
 @pytest.mark.parametrize("collect,code,status", [(_crash, "CD001", "crashed"), (_hang, "CD002", "timeout")])
 def test_a_probe_that_crashes_or_hangs_becomes_a_finding(runner, monkeypatch, collect, code, status):
-    probes = [p if p.name != "toolkit" else Probe("toolkit", collect, timeout=0.5) for p in registry.CHECK_PROBES]
-    monkeypatch.setattr(registry, "CHECK_PROBES", probes)
+    probes = [p if p.name != "toolkit" else Probe("toolkit", collect, timeout=0.5) for p in check_command.CHECK_PROBES]
+    monkeypatch.setattr(check_command, "CHECK_PROBES", probes)
     start = time.monotonic()
     r = runner.invoke(cli, ["check", "--skip", "torch", "--json"])
     assert time.monotonic() - start < 15

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from cudadoctor.config import Requirements
 from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, ProbeOutcome
-from cudadoctor.rules import cuda_driver, doctor, driver, system, toolkit, torch_build, visible
+from cudadoctor.rules import cuda_driver, doctor, driver, requirements, system, toolkit, torch_build, visible
 from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
 
 _FACT_RULES = (
@@ -17,11 +18,12 @@ _FACT_RULES = (
 )
 
 
-def evaluate(facts: Facts, outcomes: list[ProbeOutcome]) -> list[Finding]:
+def evaluate(facts: Facts, outcomes: list[ProbeOutcome], req: Requirements | None = None) -> list[Finding]:
     findings = doctor.evaluate(outcomes)
     for rule in _FACT_RULES:
         findings.extend(rule(facts))
     findings.extend(torch_build.summarize(facts, findings))
+    findings.extend(requirements.evaluate(facts, req))
     order = {s: i for i, s in enumerate(SECTIONS)}
     # stable: sections in report order, worst first inside a section
     findings.sort(key=lambda x: (order[x.section], -x.severity.rank))

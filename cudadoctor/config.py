@@ -1,0 +1,161 @@
+"""Gate requirements from options and config files ([tool.cudadoctor] in pyproject.toml, or
+cudadoctor.toml). Options override the file. A bad file is a one-line error naming file and key."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from cudadoctor.units import parse_size
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class Requirements:
+    require_gpus: int | None = None
+    min_free_memory: int | None = None  # bytes, per GPU
+    min_compute_capability: str | None = None  # "8.0"
+    expect_torch_cuda: str | None = None  # "12.8"
+    require_cudnn: bool = False
+    min_h2d_gbps: float | None = None
+    fail_on: str = "error"  # error | warning
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, f.name) not in (None, False) for f in fields(self) if f.name != "fail_on")
+
+
+def _cc(value: str) -> str:
+    parts = value.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{value!r} is not a compute capability like 8.0")
+    return value
+
+
+def _cuda(value: str) -> str:
+    parts = value.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"{value!r} is not a CUDA version like 12.8")
+    return value
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r} is not a whole number of at least 1")
+    return value
+
+
+def _gbps(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{value!r} is not a positive number of GB/s")
+    return float(value)
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
+    return value
+
+
+def _fail_on(value: Any) -> str:
+    if value not in ("error", "warning"):
+        raise ValueError(f"{value!r} is not one of error, warning")
+    return value
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a size (examples: 8GiB, 8G, 8192MiB)")
+    return parse_size(value)
+
+
+def _text(check):  # type: ignore[no-untyped-def]
+    def parse(value: Any) -> str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # min-compute-capability = 8.0 written without quotes
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not text")
+        return check(value)
+
+    return parse
+
+
+# config key -> (field, parser)
+KEYS = {
+    "require-gpus": ("require_gpus", _positive_int),
+    "min-free-memory": ("min_free_memory", _size),
+    "min-compute-capability": ("min_compute_capability", _text(_cc)),
+    "expect-torch-cuda": ("expect_torch_cuda", _text(_cuda)),
+    "require-cudnn": ("require_cudnn", _flag),
+    "min-h2d-gbps": ("min_h2d_gbps", _gbps),
+    "fail-on": ("fail_on", _fail_on),
+}
+
+
+def _load_toml(path: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def find_config(start: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """cudadoctor.toml, else pyproject.toml with [tool.cudadoctor], in `start` or a parent directory."""
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        own = os.path.join(here, "cudadoctor.toml")
+        if os.path.isfile(own):
+            return own, _load_toml(own)
+        pyproject = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(pyproject):
+            section = _load_toml(pyproject).get("tool", {}).get("cudadoctor")
+            if section is not None:
+                return f"{pyproject} [tool.cudadoctor]", section
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def load_file(path: str) -> tuple[str, dict[str, Any]]:
+    data = _load_toml(path)
+    if os.path.basename(path) == "pyproject.toml":
+        return f"{path} [tool.cudadoctor]", data.get("tool", {}).get("cudadoctor", {})
+    return path, data
+
+
+def from_mapping(source: str, data: dict[str, Any]) -> Requirements:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a table of settings")
+    req = Requirements()
+    for key, value in data.items():
+        if key not in KEYS:
+            raise ConfigError(f"{source}: unknown key {key!r} (known: {', '.join(KEYS)})")
+        name, parse = KEYS[key]
+        try:
+            req = replace(req, **{name: parse(value)})
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {key}: {exc}") from None
+    return req
+
+
+def merge(base: Requirements, **options: Any) -> Requirements:
+    """Options given on the command line (not None / not False) override the file."""
+    given = {k: v for k, v in options.items() if v is not None and v is not False}
+    return replace(base, **given)

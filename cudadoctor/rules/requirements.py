@@ -1,0 +1,205 @@
+"""The CI gate: requirements from options or config; an unmet one is a finding like any other."""
+
+from __future__ import annotations
+
+from cudadoctor.config import Requirements
+from cudadoctor.facts import Facts
+from cudadoctor.knowledge.architectures import parse_cc
+from cudadoctor.model import Finding, Severity
+from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.units import format_size
+from cudadoctor.visible_devices import parse
+
+MET = entry(
+    "CD500",
+    "requirements-met",
+    Severity.OK,
+    "Requirements",
+    "Every requirement is met",
+    """The machine meets the requirements given with options or in the config file.""",
+)
+TOO_FEW_GPUS = entry(
+    "CD501",
+    "too-few-gpus",
+    Severity.ERROR,
+    "Requirements",
+    "Fewer GPUs than required",
+    """--require-gpus (require-gpus) asks for at least this many GPUs that CUDA programs can see here
+    and that meet the memory and capability requirements.""",
+)
+LOW_FREE_MEMORY = entry(
+    "CD502",
+    "not-enough-free-memory",
+    Severity.ERROR,
+    "Requirements",
+    "A GPU has less free memory than required",
+    """--min-free-memory asks for this much free memory on each GPU a job will use. Other processes
+    hold the rest; `cudadoctor gpus` shows who.""",
+)
+LOW_CAPABILITY = entry(
+    "CD503",
+    "compute-capability-too-low",
+    Severity.ERROR,
+    "Requirements",
+    "A GPU's compute capability is below the requirement",
+    """--min-compute-capability asks for GPUs of at least this architecture (bf16 needs 8.0, FP8 8.9).""",
+)
+TORCH_CUDA_MISMATCH = entry(
+    "CD504",
+    "unexpected-torch-cuda",
+    Severity.ERROR,
+    "Requirements",
+    "torch is not built for the expected CUDA version",
+    """--expect-torch-cuda pins the CUDA version the installed torch wheel was built for, so that a runner
+    image with the wrong wheel is caught before the tests run.""",
+)
+CUDNN_REQUIRED = entry(
+    "CD505",
+    "cudnn-required",
+    Severity.ERROR,
+    "Requirements",
+    "cuDNN is required but not usable",
+    """--require-cudnn asks for torch.backends.cudnn.version() to answer on this machine.""",
+)
+H2D_TOO_SLOW = entry(
+    "CD506",
+    "h2d-bandwidth-too-low",
+    Severity.ERROR,
+    "Requirements",
+    "Host-to-device bandwidth is below the requirement",
+    """--min-h2d-gbps asks for at least this pinned host-to-device copy speed on every visible GPU; it
+    needs the bandwidth measurement (`--only bandwidth` or `--full`).""",
+)
+
+
+def evaluate(f: Facts, req: Requirements | None) -> list[Finding]:
+    if req is None or not req.any:
+        return []
+    out: list[Finding] = []
+    out += _gpus(f, req)
+    out += _torch(f, req)
+    out += _bandwidth(f, req)
+    if not out:
+        out.append(MET.finding())
+    return out
+
+
+def _gpus(f: Facts, req: Requirements) -> list[Finding]:
+    if req.require_gpus is None and req.min_free_memory is None and req.min_compute_capability is None:
+        return []
+    need = req.require_gpus or 1
+    driver = f.driver
+    if driver is None or driver.init_status != "ok":
+        return [
+            TOO_FEW_GPUS.finding(
+                title=f"Needs {need} GPU{'s' * (need != 1)}; the driver reports none",
+                fix=[fix("See why", "cudadoctor check")],
+            )
+        ]
+    env = f.system.env if f.system else {}
+    visible = [
+        s.device for s in parse(env.get("CUDA_VISIBLE_DEVICES"), driver.devices, env.get("CUDA_DEVICE_ORDER")).selected
+    ]
+    out: list[Finding] = []
+    qualified = []
+    min_cc = parse_cc(req.min_compute_capability)
+    for d in visible:
+        ok = True
+        if req.min_free_memory is not None and (d.memory_free is None or d.memory_free < req.min_free_memory):
+            ok = False
+            out.append(
+                LOW_FREE_MEMORY.finding(
+                    title=f"GPU {d.index} ({d.name}) has {format_size(d.memory_free)} free; "
+                    f"{format_size(req.min_free_memory)} required",
+                    fix=[
+                        fix("See which processes hold it", "cudadoctor gpus --sort-by free"),
+                        fix(
+                            "Or pick GPUs that have it",
+                            f"cudadoctor gpus --pick {need} --min-free {req.min_free_memory // (1 << 20)}MiB",
+                        ),
+                    ],
+                )
+            )
+        cc = parse_cc(d.compute_capability)
+        if min_cc is not None and (cc is None or cc < min_cc):
+            ok = False
+            out.append(
+                LOW_CAPABILITY.finding(
+                    title=f"GPU {d.index} ({d.name}) has compute capability {d.compute_capability}; "
+                    f"{req.min_compute_capability} required",
+                )
+            )
+        if ok:
+            qualified.append(d)
+    if len(qualified) < need:
+        out.insert(
+            0,
+            TOO_FEW_GPUS.finding(
+                title=f"{len(qualified)} of {len(visible)} visible GPU{'s' * (len(visible) != 1)} qualify; "
+                f"{need} required",
+                fix=[
+                    fix(
+                        "Show every GPU to CUDA, or pick ones that qualify",
+                        "unset CUDA_VISIBLE_DEVICES",
+                        f"cudadoctor gpus --pick {need}",
+                    )
+                ],
+            ),
+        )
+    elif req.require_gpus is None:
+        out = []  # per-GPU limits with no count: one qualifying GPU is enough
+    return out
+
+
+def _torch(f: Facts, req: Requirements) -> list[Finding]:
+    out: list[Finding] = []
+    t = f.torch
+    if req.expect_torch_cuda is not None:
+        have = t.cuda if t is not None else None
+        if have != req.expect_torch_cuda:
+            what = (
+                "not checked (torch probe skipped)"
+                if t is None
+                else (f"torch {t.version} is built for CUDA {have}" if have else f"torch {t.version or ''} has no CUDA")
+            )
+            out.append(
+                TORCH_CUDA_MISMATCH.finding(
+                    title=f"Expected a torch built for CUDA {req.expect_torch_cuda}: {what}",
+                    fix=[
+                        fix(
+                            "Install the expected build",
+                            f"python -m pip install torch --index-url https://download.pytorch.org/whl/"
+                            f"cu{req.expect_torch_cuda.replace('.', '')}",
+                        )
+                    ],
+                )
+            )
+    if req.require_cudnn and (t is None or t.cudnn_version is None):
+        reason = "torch probe skipped" if t is None else (t.cudnn_error or "torch.backends.cudnn.version() is None")
+        out.append(CUDNN_REQUIRED.finding(title=f"cuDNN is required: {reason}"))
+    return out
+
+
+def _bandwidth(f: Facts, req: Requirements) -> list[Finding]:
+    if req.min_h2d_gbps is None:
+        return []
+    b = f.bandwidth
+    if b is None or b.skipped or not b.transfers:
+        why = "not measured" if b is None else (b.skipped or b.error or "no result")
+        return [
+            H2D_TOO_SLOW.finding(
+                title=f"Host-to-device bandwidth of {req.min_h2d_gbps:g} GB/s required: {why}",
+                fix=[fix("Measure it", "cudadoctor check --only driver,bandwidth")],
+            )
+        ]
+    out = []
+    for t in b.transfers:
+        if t.direction == "h2d" and t.memory == "pinned" and (t.gbps is None or t.gbps < req.min_h2d_gbps):
+            out.append(
+                H2D_TOO_SLOW.finding(
+                    title=f"cuda:{t.device} pinned host-to-device {t.gbps or 0:.1f} GB/s; "
+                    f"{req.min_h2d_gbps:g} GB/s required",
+                    fix=[fix("See the link NVML reports and the bandwidth findings", "cudadoctor check --full")],
+                )
+            )
+    return out
