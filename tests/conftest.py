@@ -97,3 +97,6 @@ device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85520809984 used=1073741824 uti
 @pytest.fixture
 def has_compiler() -> bool:
     return shutil.which("cc") is not None
+
+
+pytest_plugins = ["pytester"]

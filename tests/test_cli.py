@@ -12,9 +12,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from cudadoctor import __version__, exitcodes
+from cudadoctor import __version__, check_command, exitcodes
 from cudadoctor.cli import cli
-from cudadoctor import check_command
 from cudadoctor.probes import Probe
 from cudadoctor.report import SCHEMA_VERSION
 from tests.conftest import ROOT, real_driver_present

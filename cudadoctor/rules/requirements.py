@@ -79,8 +79,8 @@ def evaluate(f: Facts, req: Requirements | None) -> list[Finding]:
     out += _gpus(f, req)
     out += _torch(f, req)
     out += _bandwidth(f, req)
-    if not out:
-        out.append(MET.finding())
+    if not any(f.severity is Severity.ERROR for f in out):
+        out.insert(0, MET.finding())
     return out
 
 
@@ -131,7 +131,11 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
             )
         if ok:
             qualified.append(d)
-    if len(qualified) < need:
+    if len(qualified) >= need:
+        # enough GPUs qualify: the others are worth knowing about (cuda:0 may be one), not a failure
+        for finding in out:
+            finding.severity = Severity.WARNING
+    else:
         out.insert(
             0,
             TOO_FEW_GPUS.finding(
@@ -146,8 +150,6 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
                 ],
             ),
         )
-    elif req.require_gpus is None:
-        out = []  # per-GPU limits with no count: one qualifying GPU is enough
     return out
 
 

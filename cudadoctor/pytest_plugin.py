@@ -1,0 +1,121 @@
+"""pytest plugin (registered as `cudadoctor`): a GPU health gate at session start, and a marker
+that skips tests the machine cannot run.
+
+    pytest --cudadoctor [--cudadoctor-fail-on warning] [--cudadoctor-config FILE]
+
+    @pytest.mark.cuda(min_free="8GiB", capability="8.0", gpus=2)
+    def test_big_model(): ...
+
+Facts are collected once per session, and only when the gate or a marker needs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+_FACTS = pytest.StashKey[tuple[Any, Any]]()
+_GATE = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cudadoctor", "GPU health gate")
+    group.addoption("--cudadoctor", action="store_true", help="run the cudadoctor health gate once before the tests")
+    group.addoption(
+        "--cudadoctor-fail-on",
+        choices=("error", "warning"),
+        default=None,
+        help="lowest finding severity that fails the gate (default: config, else error)",
+    )
+    group.addoption(
+        "--cudadoctor-config",
+        default=None,
+        metavar="FILE",
+        help="requirements file (default: cudadoctor.toml or [tool.cudadoctor] in pyproject.toml)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cuda(min_free=None, capability=None, gpus=1): skip unless CUDA can use this many GPUs with this "
+        "much free memory and at least this compute capability (cudadoctor)",
+    )
+
+
+def _facts(config: pytest.Config) -> tuple[Any, Any]:
+    if _FACTS not in config.stash:
+        import sys
+
+        from cudadoctor import check_command
+
+        config.stash[_FACTS] = check_command.collect(list(check_command.CHECK_PROBES), sys.executable, None)
+    return config.stash[_FACTS]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if not config.getoption("--cudadoctor"):
+        return
+    from cudadoctor import check_command
+    from cudadoctor.config import ConfigError
+
+    try:
+        req = check_command.requirements(
+            config.getoption("--cudadoctor-config"), {"fail_on": config.getoption("--cudadoctor-fail-on")}
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(f"cudadoctor: {exc}") from None
+    report = check_command.diagnose(*_facts(config), req)
+    config.stash[_GATE] = report
+    if report.exit_code != 0:
+        failing = [f for f in report.findings if f.severity.rank >= check_command.severity(req.fail_on).rank]
+        lines = [f"cudadoctor gate failed: {report.verdict}"]
+        lines += [f"  {f.code} {f.title}" for f in failing[:10]]
+        lines.append("  (run `cudadoctor check` for the fixes)")
+        pytest.exit("\n".join(lines), returncode=report.exit_code)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    report = config.stash.get(_GATE, None)
+    if report is None:
+        return
+    terminalreporter.section("cudadoctor")
+    terminalreporter.write_line(report.verdict)
+    for f in report.findings:
+        if f.severity.value == "warning":
+            terminalreporter.write_line(f"  warning {f.code} {f.title}")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    markers = list(item.iter_markers("cuda"))
+    if not markers:
+        return
+    from cudadoctor import check_command
+    from cudadoctor.config import ConfigError, Requirements
+    from cudadoctor.units import parse_size
+
+    for marker in markers:
+        opts = dict(marker.kwargs)
+        unknown = set(opts) - {"min_free", "capability", "gpus"}
+        if marker.args or unknown:
+            raise pytest.UsageError(f"cuda marker takes min_free=, capability=, gpus= (got {marker})")
+        try:
+            req = Requirements(
+                require_gpus=int(opts.get("gpus", 1)),
+                min_free_memory=parse_size(str(opts["min_free"])) if "min_free" in opts else None,
+                min_compute_capability=str(opts["capability"]) if "capability" in opts else None,
+            )
+        except (ValueError, ConfigError) as exc:
+            raise pytest.UsageError(f"cuda marker on {item.nodeid}: {exc}") from None
+        report = check_command.diagnose(*_facts(item.config), req)
+        torch = report.facts.torch
+        if torch is not None and torch.is_available is False:
+            cause = next((f for f in report.findings if f.severity.value == "error"), None)
+            pytest.skip(
+                f"cudadoctor: CUDA is not usable here: {cause.code + ' ' + cause.title if cause else 'unknown'}"
+            )
+        unmet = [f for f in report.findings if f.section == "Requirements" and f.severity.value == "error"]
+        if unmet:
+            pytest.skip("cudadoctor: " + "; ".join(f"{f.code} {f.title}" for f in unmet))

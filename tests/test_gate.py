@@ -1,0 +1,175 @@
+"""The CI health gate: requirements, config files, exit codes, JUnit and GitHub annotations."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from cudadoctor import exitcodes
+from cudadoctor.config import ConfigError, Requirements, find_config, from_mapping
+from cudadoctor.rules.requirements import evaluate
+from tests.facts_fixtures import GiB, gpu, healthy, torch_cuda
+
+H100_FAKE = """\
+driver 580.95.05
+cuda 13000
+device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85899345920 used=81604378624
+device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85899345920 used=0
+"""
+
+
+def codes(findings):
+    return [f.code for f in findings]
+
+
+def two_gpus():
+    devs = [gpu(0, "NVIDIA A100-SXM4-80GB", "8.0", used_gib=76), gpu(1, "Tesla T4", "7.5", total_gib=16)]
+    facts = healthy(devs)
+    facts.torch = torch_cuda("2.13.0+cu126", "12.6", "5.0 6.0 7.0 7.5 8.0 8.6 9.0", devs)
+    return facts
+
+
+def test_requirements_met():
+    assert codes(evaluate(two_gpus(), Requirements(require_gpus=2))) == ["CD500"]
+
+
+def test_free_memory_and_capability_per_gpu():
+    found = evaluate(two_gpus(), Requirements(require_gpus=2, min_free_memory=8 * GiB, min_compute_capability="8.0"))
+    assert codes(found) == ["CD501", "CD502", "CD503"]
+    assert found[0].title == "0 of 2 visible GPUs qualify; 2 required"
+    assert "GPU 0 (NVIDIA A100-SXM4-80GB) has 4.0 GiB free; 8.0 GiB required" == found[1].title
+    # without a count, one qualifying GPU is enough: the other one is a warning
+    found = evaluate(two_gpus(), Requirements(min_compute_capability="8.0"))
+    assert codes(found) == ["CD500", "CD503"] and found[1].severity.value == "warning"
+
+
+def test_hidden_gpus_do_not_count():
+    facts = two_gpus()
+    facts.system.env["CUDA_VISIBLE_DEVICES"] = "1"
+    assert codes(evaluate(facts, Requirements(require_gpus=2))) == ["CD501"]
+
+
+def test_torch_expectations():
+    facts = two_gpus()
+    found = evaluate(facts, Requirements(expect_torch_cuda="12.8", require_cudnn=True))
+    assert codes(found) == ["CD504"]
+    assert "built for CUDA 12.6" in found[0].title
+    assert found[0].fix[0].commands[0].endswith("--index-url https://download.pytorch.org/whl/cu128")
+    facts.torch.cudnn_version = None
+    assert "CD505" in codes(evaluate(facts, Requirements(require_cudnn=True)))
+
+
+def test_bandwidth_requirement_without_a_measurement_fails():
+    found = evaluate(two_gpus(), Requirements(min_h2d_gbps=20))
+    assert codes(found) == ["CD506"] and "not measured" in found[0].title
+
+
+def test_config_errors_name_file_and_key():
+    with pytest.raises(ConfigError, match=r"^f.toml: unknown key 'min-free'"):
+        from_mapping("f.toml", {"min-free": "8G"})
+    with pytest.raises(ConfigError, match=r"^f.toml: require-gpus: 'two' is not a whole number"):
+        from_mapping("f.toml", {"require-gpus": "two"})
+    with pytest.raises(ConfigError, match=r"^f.toml: min-free-memory: 'lots' is not a size"):
+        from_mapping("f.toml", {"min-free-memory": "lots"})
+    with pytest.raises(ConfigError, match="fail-on"):
+        from_mapping("f.toml", {"fail-on": "info"})
+    req = from_mapping("f.toml", {"min-compute-capability": 8.0, "min-free-memory": "8GiB", "require-cudnn": True})
+    assert (req.min_compute_capability, req.min_free_memory, req.require_cudnn) == ("8.0", 8 * GiB, True)
+
+
+def test_config_discovery(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.cudadoctor]\nrequire-gpus = 2\n")
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    source, data = find_config(str(sub))
+    assert source.endswith("pyproject.toml [tool.cudadoctor]") and data == {"require-gpus": 2}
+    (tmp_path / "a" / "cudadoctor.toml").write_text('fail-on = "warning"\n')
+    source, data = find_config(str(sub))
+    assert source.endswith("cudadoctor.toml") and data == {"fail-on": "warning"}
+
+
+def test_exit_code_0_when_requirements_met(run_cli):
+    r = run_cli(
+        "check", "--json", "--skip", "torch", "--require-gpus", "1", "--min-free-memory", "70GiB", machine=H100_FAKE
+    )
+    assert r.code == exitcodes.OK, r.stdout
+    assert r.json["requirements"]["require_gpus"] == 1
+
+
+def test_exit_code_1_when_a_requirement_fails(run_cli):
+    r = run_cli(
+        "check", "--json", "--skip", "torch", "--require-gpus", "2", "--min-free-memory", "70GiB", machine=H100_FAKE
+    )
+    assert r.code == exitcodes.PROBLEMS
+    assert (
+        r.codes()[-3:] == ["CD501", "CD502", "CD100"][:0] + [c for c in r.codes() if c.startswith("CD5")][-2:]
+        or "CD501" in r.codes()
+    )
+
+
+def test_fail_on_warning(run_cli):
+    warn = H100_FAKE + "missing nvmlSystemGetNVMLVersion\n"
+    assert run_cli("check", "--skip", "torch", machine=warn).code == exitcodes.OK
+    r = run_cli("check", "--skip", "torch", "--fail-on", "warning", machine=warn)
+    assert r.code == exitcodes.PROBLEMS and "PROBLEMS" in r.stdout
+
+
+def test_exit_code_2_for_bad_config_and_values(run_cli, tmp_path):
+    bad = tmp_path / "cudadoctor.toml"
+    bad.write_text('min-free-memory = "lots"\n')
+    r = run_cli("check", "--config", str(bad), machine=H100_FAKE)
+    assert r.code == exitcodes.USAGE
+    assert (
+        r.stderr.strip()
+        == f"cudadoctor: {bad}: min-free-memory: 'lots' is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)"
+    )
+    assert run_cli("check", "--require-gpus", "zero", machine=H100_FAKE).code == exitcodes.USAGE
+    assert run_cli("check", "--min-compute-capability", "eight", machine=H100_FAKE).code == exitcodes.USAGE
+
+
+def test_config_file_is_found_in_the_working_directory(run_cli, tmp_path):
+    (tmp_path / "cudadoctor.toml").write_text("require-gpus = 3\n")
+    r = run_cli("check", "--json", "--skip", "torch", machine=H100_FAKE)  # run_cli runs in tmp_path
+    assert r.code == exitcodes.PROBLEMS and "CD501" in r.codes()
+    r = run_cli("check", "--json", "--skip", "torch", "--require-gpus", "1", machine=H100_FAKE)
+    assert r.code == exitcodes.OK  # options override the file
+
+
+def test_exit_code_3_is_documented_for_incomplete(run_cli):
+    r = run_cli("check", "--skip", "torch", "--timeout", "1", machine=H100_FAKE + "init_sleep 30\n")
+    assert r.code == exitcodes.INCOMPLETE
+
+
+def test_junit_and_github_annotations(run_cli, tmp_path):
+    junit = tmp_path / "out" / "cd.xml"
+    junit.parent.mkdir()
+    r = run_cli(
+        "check",
+        "--skip",
+        "torch",
+        "--require-gpus",
+        "2",
+        "--min-free-memory",
+        "70GiB",
+        "--junit",
+        str(junit),
+        machine=H100_FAKE,
+        env={"GITHUB_ACTIONS": "true"},
+    )
+    assert r.code == exitcodes.PROBLEMS
+    suite = ET.parse(junit).getroot()
+    names = {c.get("name") for c in suite.iter("testcase")}
+    assert {"system", "driver", "torch"} <= names
+    torch_case = next(c for c in suite.iter("testcase") if c.get("name") == "torch")
+    assert torch_case.find("skipped") is not None
+    failures = [c for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert any(c.get("name").startswith("CD501") for c in failures)
+    assert int(suite.get("failures")) == len(failures)
+    annotations = [ln for ln in r.stdout.splitlines() if ln.startswith("::error")]
+    assert any("title=cudadoctor CD501::" in ln for ln in annotations)
+
+
+def test_unwritable_junit(run_cli, tmp_path):
+    r = run_cli("check", "--junit", str(tmp_path / "nope" / "x.xml"), machine=H100_FAKE)
+    assert r.code == exitcodes.USAGE and "cannot write --junit" in r.stderr

@@ -1,0 +1,111 @@
+"""The pytest plugin, in inner pytest sessions (subprocesses) on fake NVML machines."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import H100_HEALTHY, ROOT
+
+# The inner session leaves the torch probe out (the CPU torch here would make every fake GPU machine
+# fail on CD202) and counts how often the facts are collected.
+INNER_CONFTEST = """
+import cudadoctor.check_command as cc
+
+cc.CHECK_PROBES = [p for p in cc.CHECK_PROBES if p.name != "torch"]
+_collect = cc.collect
+CALLS = []
+
+
+def counting(*args, **kwargs):
+    CALLS.append(1)
+    return _collect(*args, **kwargs)
+
+
+cc.collect = counting
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"COLLECTED-FACTS {len(CALLS)}")
+"""
+
+TESTS = """
+import pytest
+
+
+@pytest.mark.cuda(gpus=1)
+def test_one_gpu():
+    pass
+
+
+@pytest.mark.cuda(min_free="100GiB")
+def test_huge():
+    pass
+
+
+@pytest.mark.cuda(capability="9.0", gpus=2)
+def test_two_hoppers():
+    pass
+
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.fixture
+def inner(pytester, fake_libs, monkeypatch):
+    pytester.makeconftest(INNER_CONFTEST)
+    pytester.makepyfile(test_inner=TESTS)
+
+    def run(machine: str, *args: str):
+        path = pytester.path / "machine.txt"
+        path.write_text(machine)
+        monkeypatch.setenv("FAKE_NVML_MACHINE", str(path))
+        monkeypatch.setenv("LD_LIBRARY_PATH", f"{fake_libs[0]}:{fake_libs[1]}")
+        monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        return pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider", *args)
+
+    return run
+
+
+def test_marker_skips_with_the_doctors_reason_and_collects_once(inner):
+    result = inner(H100_HEALTHY)
+    result.assert_outcomes(passed=2, skipped=2)
+    out = result.stdout.str()
+    assert "cudadoctor: CD501 0 of 1 visible GPU qualify; 1 required; CD502 GPU 0 (NVIDIA H100 80GB HBM3) has " in out
+    assert "GiB free; 100.0 GiB required" in out
+    assert "cudadoctor: CD501 1 of 1 visible GPU qualify; 2 required" in out
+    assert "COLLECTED-FACTS 1" in out
+
+
+def test_gate_fails_the_session_with_the_findings(inner):
+    result = inner("init_error 18\n", "--cudadoctor")
+    assert result.ret == 1
+    out = result.stdout.str() + result.stderr.str()
+    assert "cudadoctor gate failed" in out and "CD103" in out
+    assert "passed" not in out  # no test ran
+
+
+def test_gate_passes_and_warns(inner):
+    warn = H100_HEALTHY + "missing nvmlSystemGetNVMLVersion\n"
+    result = inner(warn, "--cudadoctor")
+    assert result.ret == 0
+    out = result.stdout.str()
+    assert "warning CD106" in out
+    assert "COLLECTED-FACTS 1" in out  # the gate and the markers share one collection
+    failed = inner(warn, "--cudadoctor", "--cudadoctor-fail-on", "warning")
+    assert failed.ret == 1 and "CD106" in failed.stdout.str() + failed.stderr.str()
+
+
+def test_gate_reads_requirements_from_pyproject(inner, pytester):
+    pytester.makepyprojecttoml("[tool.cudadoctor]\nrequire-gpus = 4\n")
+    result = inner(H100_HEALTHY, "--cudadoctor")
+    assert result.ret == 1 and "CD501" in result.stdout.str() + result.stderr.str()
+
+
+def test_bad_marker_is_a_usage_error(inner, pytester):
+    pytester.makepyfile(test_bad="import pytest\n@pytest.mark.cuda(min_free='lots')\ndef test_x():\n    pass\n")
+    result = inner(H100_HEALTHY, "test_bad.py")
+    assert result.ret != 0 and "cuda marker" in result.stdout.str() + result.stderr.str()
