@@ -9,11 +9,20 @@ from cudadoctor.config import ConfigError, Requirements, find_config, from_mappi
 from cudadoctor.facts import Facts
 from cudadoctor.model import ProbeOutcome, Severity
 from cudadoctor.probes import Context, Probe
-from cudadoctor.probes.registry import CHECK_PROBES
+from cudadoctor.probes.registry import ALL_PROBES, CHECK_PROBES, MEASURE_PROBES
 from cudadoctor.report import Report
 from cudadoctor.runner import run_probes
 
-__all__ = ["CHECK_PROBES", "collect", "diagnose", "load_saved", "requirements", "severity"]
+__all__ = [
+    "ALL_PROBES",
+    "CHECK_PROBES",
+    "MEASURE_PROBES",
+    "collect",
+    "diagnose",
+    "load_saved",
+    "requirements",
+    "severity",
+]
 
 
 def severity(name: str) -> Severity:
@@ -56,13 +65,33 @@ def _float_option(key: str, value: Any) -> Any:
         raise ConfigError(f"--{key}: {value!r} is not a number") from None
 
 
-def collect(probes: list[Probe], python: str, timeout: float | None) -> tuple[Facts, list[ProbeOutcome]]:
+def select(only: set[str], skip: set[str], full: bool, req: Requirements | None = None) -> list[Probe]:
+    """--only picks from every probe; otherwise the checks, plus the measurements with --full (or when a
+    requirement needs one); --skip removes."""
+    if only:
+        chosen = [p for p in ALL_PROBES if p.name in only]
+    else:
+        wanted = {p.name for p in CHECK_PROBES}
+        if full:
+            wanted |= {p.name for p in MEASURE_PROBES}
+        if req is not None and req.min_h2d_gbps is not None:
+            wanted.add("bandwidth")
+        chosen = [p for p in ALL_PROBES if p.name in wanted]
+    return [p for p in chosen if p.name not in skip]
+
+
+def collect(
+    probes: list[Probe], python: str, timeout: float | None, transfer_size: int | None = None
+) -> tuple[Facts, list[ProbeOutcome]]:
     def load_the_rest() -> None:
         # while the probes run: rules and renderers are not needed before they finish
         import cudadoctor.render.text
         import cudadoctor.rules  # noqa: F401
 
-    results, outcomes = run_probes(probes, Context(timeout=timeout, python=python), meanwhile=load_the_rest)
+    ctx = Context(timeout=timeout, python=python, measurements=[p.name for p in probes if p in MEASURE_PROBES])
+    if transfer_size:
+        ctx.transfer_size = transfer_size
+    results, outcomes = run_probes(probes, ctx, meanwhile=load_the_rest)
     outcomes += [ProbeOutcome(p.name, "skipped", 0.0) for p in CHECK_PROBES if p not in probes]
     return Facts(**results), outcomes
 

@@ -13,7 +13,7 @@ import click
 from cudadoctor import __version__, exitcodes
 
 if TYPE_CHECKING:  # kept out of the import path: `cudadoctor gpus` must start fast
-    from cudadoctor.probes import Probe
+    pass
 
 FORMATS = ("text", "json", "markdown")
 
@@ -39,6 +39,17 @@ def _write(path: str, text: str) -> None:
             fh.write(text)
     except OSError as exc:
         _fail(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    from cudadoctor.units import parse_size
+
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,7 +100,19 @@ def cli() -> None:
     metavar="PATH",
     help="Diagnose the torch of another interpreter (a venv or conda env); nothing is installed into it.",
 )
-@click.option("--only", type=str, metavar="PROBES", help="Run only these probes (comma-separated).")
+@click.option("--full", is_flag=True, help="Also measure: copy bandwidth per GPU and a training smoke test.")
+@click.option(
+    "--transfer-size",
+    callback=_size,
+    metavar="SIZE",
+    help="Bytes per timed copy in the bandwidth measurement (default 256MiB; capped by free memory).",
+)
+@click.option(
+    "--only",
+    type=str,
+    metavar="PROBES",
+    help="Run only these probes (comma-separated): system, pci, driver, cuda_driver, toolkit, torch, bandwidth, smoke.",
+)
 @click.option("--skip", type=str, metavar="PROBES", help="Skip these probes (comma-separated).")
 @click.option(
     "--config",
@@ -115,6 +138,8 @@ def check(
     from_file: str | None,
     timeout: float | None,
     python: str | None,
+    full: bool,
+    transfer_size: int | None,
     only: str | None,
     skip: str | None,
     config_file: str | None,
@@ -142,10 +167,10 @@ def check(
         except ValueError as exc:
             _fail(str(exc))
     else:
-        probes = _select_probes(cc.CHECK_PROBES, only, skip)
-        if any(p.name == "torch" for p in probes):
+        probes = cc.select(_names("--only", only), _names("--skip", skip), full, req)
+        if any(p.name in ("torch", "bandwidth", "smoke") for p in probes):
             python = _target_python(python)
-        facts, outcomes = cc.collect(probes, python or sys.executable, timeout)
+        facts, outcomes = _collect_with_progress(cc, probes, python or sys.executable, timeout, transfer_size)
     rep = cc.diagnose(facts, outcomes, req)
     _emit(rep, "json" if as_json else fmt, output, redact, verbose)
     if junit:
@@ -160,7 +185,10 @@ def check(
     sys.exit(rep.exit_code)
 
 
-def _names(option: str, value: str | None, known: list[str]) -> set[str]:
+def _names(option: str, value: str | None) -> set[str]:
+    from cudadoctor.probes.registry import ALL_PROBES
+
+    known = [p.name for p in ALL_PROBES]
     names = {n.strip() for n in (value or "").split(",") if n.strip()}
     unknown = sorted(names - set(known))
     if unknown:
@@ -170,11 +198,15 @@ def _names(option: str, value: str | None, known: list[str]) -> set[str]:
     return names
 
 
-def _select_probes(probes: list[Probe], only: str | None, skip: str | None) -> list[Probe]:
-    known = [p.name for p in probes]
-    keep = _names("--only", only, known) or set(known)
-    drop = _names("--skip", skip, known)
-    return [p for p in probes if p.name in keep and p.name not in drop]
+def _collect_with_progress(cc, probes, python, timeout, transfer_size):  # type: ignore[no-untyped-def]
+    """Measurements take seconds: show what runs on a terminal (stderr), never in pipes."""
+    names = [p.name for p in probes if p.name in ("bandwidth", "smoke")]
+    if not names or not sys.stderr.isatty():
+        return cc.collect(probes, python, timeout, transfer_size)
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"Measuring {' and '.join(names)} (torch child process)…"):
+        return cc.collect(probes, python, timeout, transfer_size)
 
 
 def _target_python(python: str | None) -> str:
@@ -214,17 +246,6 @@ def _emit(rep, fmt: str, output: str | None, redact: bool, verbose: bool) -> Non
         click.echo(markdown.render(rep, redact_ids=redact))
     else:
         text.render(rep, text.make_console(), verbose=verbose)
-
-
-def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from cudadoctor.units import parse_size
-
-    if value is None:
-        return None
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 @cli.command()

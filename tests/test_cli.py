@@ -155,8 +155,10 @@ def _hang(ctx):
 
 @pytest.mark.parametrize("collect,code,status", [(_crash, "CD001", "crashed"), (_hang, "CD002", "timeout")])
 def test_a_probe_that_crashes_or_hangs_becomes_a_finding(runner, monkeypatch, collect, code, status):
-    probes = [p if p.name != "toolkit" else Probe("toolkit", collect, timeout=0.5) for p in check_command.CHECK_PROBES]
-    monkeypatch.setattr(check_command, "CHECK_PROBES", probes)
+    replaced = Probe("toolkit", collect, timeout=0.5)
+    for name in ("CHECK_PROBES", "ALL_PROBES"):
+        probes = [replaced if p.name == "toolkit" else p for p in getattr(check_command, name)]
+        monkeypatch.setattr(check_command, name, probes)
     start = time.monotonic()
     r = runner.invoke(cli, ["check", "--skip", "torch", "--json"])
     assert time.monotonic() - start < 15

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.probes import Probe, cuda_driver, driver, system, torch_build
+from cudadoctor.probes import Probe, cuda_driver, driver, measurements, system, torch_build
 
 # Time bounds are generous: each is far above a healthy run, and far below a hung one.
 CHECK_PROBES: list[Probe] = [
@@ -13,3 +13,10 @@ CHECK_PROBES: list[Probe] = [
     Probe("toolkit", system.collect_toolkit, timeout=10),
     Probe("torch", torch_build.collect, timeout=60),
 ]
+
+# Opt-in (--full, --only, `cudadoctor bench`): they load the GPU and take seconds.
+MEASURE_PROBES: list[Probe] = [
+    Probe("bandwidth", measurements.collect_bandwidth, timeout=120),
+    Probe("smoke", measurements.collect_smoke, timeout=120),
+]
+ALL_PROBES: list[Probe] = CHECK_PROBES + MEASURE_PROBES

@@ -5,7 +5,17 @@ from __future__ import annotations
 from cudadoctor.config import Requirements
 from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, ProbeOutcome
-from cudadoctor.rules import cuda_driver, doctor, driver, requirements, system, toolkit, torch_build, visible
+from cudadoctor.rules import (
+    cuda_driver,
+    doctor,
+    driver,
+    measurements,
+    requirements,
+    system,
+    toolkit,
+    torch_build,
+    visible,
+)
 from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
 
 _FACT_RULES = (
@@ -14,6 +24,7 @@ _FACT_RULES = (
     toolkit.evaluate,
     torch_build.evaluate,
     visible.evaluate,
+    measurements.evaluate,
     system.evaluate,
 )
 

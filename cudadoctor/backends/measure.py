@@ -1,0 +1,82 @@
+"""Bandwidth and the training smoke test, measured by measure_child.py in the target interpreter.
+
+Both measurements share ONE child process per run (one torch import, and the smoke test never runs on
+the GPU while copies are being timed); the two probes wait for the same result.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from cudadoctor.backends.child import run_child
+from cudadoctor.facts import BandwidthFacts, SmokeFacts
+from cudadoctor.serial import FormatError, from_jsonable
+
+CHILD = Path(__file__).with_name("measure_child.py")
+MARK = "CUDADOCTOR_MEASURE_FACTS "
+
+DEFAULT_SIZE = 256 << 20  # large enough to saturate a PCIe Gen5 x16 link with one copy
+DEFAULT_REPEATS = 5
+DEFAULT_STEPS = 10
+
+
+class SharedMeasurement:
+    """Runs the child once, on first use, for every task asked for; later callers get the same result."""
+
+    def __init__(
+        self,
+        python: str,
+        tasks: list[str],
+        timeout: float,
+        size: int = DEFAULT_SIZE,
+        repeats: int = DEFAULT_REPEATS,
+        steps: int = DEFAULT_STEPS,
+    ) -> None:
+        self.python, self.tasks, self.timeout = python, tasks, timeout
+        self.config = {"tasks": tasks, "size": size, "repeats": repeats, "steps": steps}
+        self._lock = threading.Lock()
+        self._result: dict[str, Any] | None = None
+
+    def result(self) -> dict[str, Any]:
+        with self._lock:
+            if self._result is None:
+                self._result = self._run()
+            return self._result
+
+    def _run(self) -> dict[str, Any]:
+        res = run_child([self.python, str(CHILD), json.dumps(self.config)], timeout=self.timeout)
+        lines = [ln[len(MARK) :] for ln in res.stdout.splitlines() if ln.startswith(MARK)]
+        data: dict[str, Any] = {}
+        if lines:
+            try:
+                data = json.loads(lines[-1])
+            except json.JSONDecodeError:
+                data = {}
+        if res.timed_out:
+            data["timed_out"] = True
+        elif not lines:
+            tail = res.stderr.strip().splitlines()[-1:] if res.stderr.strip() else []
+            data["error"] = res.error or (tail[0] if tail else f"exit code {res.returncode}")
+        return data
+
+    def bandwidth(self) -> BandwidthFacts:
+        return self._part("bandwidth", BandwidthFacts)
+
+    def smoke(self) -> SmokeFacts:
+        return self._part("smoke", SmokeFacts)
+
+    def _part(self, name: str, cls: Any) -> Any:
+        data = self.result()
+        part = data.get(name)
+        if part is None:
+            facts = cls()
+            facts.timed_out = bool(data.get("timed_out"))
+            facts.error = data.get("error") or ("did not finish in time" if facts.timed_out else "no result")
+            return facts
+        try:
+            return from_jsonable(cls, part)
+        except FormatError as exc:
+            return cls(error=f"unreadable result: {exc}")

@@ -1,0 +1,231 @@
+"""Run as a script in the TARGET interpreter (stdlib + torch only): pinned/pageable copy bandwidth
+and a small CPU-vs-GPU training smoke test. Prints one JSON line; progress goes to stderr.
+
+argv[1] is a JSON object: {"tasks": ["bandwidth", "smoke"], "size": bytes, "repeats": n, "steps": n}
+"""
+
+import io
+import json
+import math
+import statistics
+import sys
+import time
+
+MARK = "CUDADOCTOR_MEASURE_FACTS "
+
+
+def progress(text):
+    sys.stderr.write("progress: " + text + "\n")
+    sys.stderr.flush()
+
+
+def err(exc):
+    return f"{type(exc).__name__}: {exc}"
+
+
+def bandwidth(torch, size, repeats):
+    out = {"transfers": [], "device_names": {}}
+    if not torch.cuda.is_available():
+        out["skipped"] = "no usable CUDA device (torch.cuda.is_available() is False)"
+        return out
+    for dev in range(torch.cuda.device_count()):
+        out["device_names"][str(dev)] = torch.cuda.get_device_name(dev)
+        progress(f"bandwidth cuda:{dev}")
+        try:
+            with torch.cuda.device(dev):
+                free, _ = torch.cuda.mem_get_info(dev)
+                n = max(1 << 20, min(size, free // 4))  # never more than a quarter of what is free
+                gpu = torch.empty(n, dtype=torch.uint8, device=f"cuda:{dev}")
+                hosts = {
+                    "pinned": torch.empty(n, dtype=torch.uint8).pin_memory(),
+                    "pageable": torch.empty(n, dtype=torch.uint8),
+                }
+                for memory, host in hosts.items():
+                    host.fill_(1)
+                    for direction in ("h2d", "d2h"):
+                        src, dst = (host, gpu) if direction == "h2d" else (gpu, host)
+                        samples = []
+                        for i in range(repeats + 2):  # two warm-up copies
+                            start = torch.cuda.Event(enable_timing=True)
+                            end = torch.cuda.Event(enable_timing=True)
+                            start.record()
+                            dst.copy_(src, non_blocking=True)
+                            end.record()
+                            end.synchronize()
+                            if i >= 2:
+                                samples.append(n / (start.elapsed_time(end) / 1000.0) / 1e9)
+                        out["transfers"].append(
+                            {
+                                "device": dev,
+                                "direction": direction,
+                                "memory": memory,
+                                "gbps": statistics.median(samples),
+                                "samples": samples,
+                                "size": n,
+                            }
+                        )
+                del gpu, hosts
+                torch.cuda.empty_cache()
+        except Exception as exc:
+            out["transfers"].append(
+                {"device": dev, "direction": "h2d", "memory": "pinned", "size": size, "error": err(exc)}
+            )
+    return out
+
+
+def models(torch):
+    nn = torch.nn
+    cnn = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4),
+        nn.Flatten(),
+        nn.Linear(32 * 16, 10),
+    )
+    mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+    return {"cnn": cnn, "mlp": mlp}
+
+
+def data(torch):
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 10, (256,), generator=g)
+    return {"cnn": (torch.randn(256, 3, 32, 32, generator=g), y), "mlp": (torch.randn(256, 64, generator=g), y)}
+
+
+def train(torch, model, x, y, device, steps):
+    model = model.to(device)
+    x, y = x.to(device), y.to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    losses = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.item()))  # .item() synchronises, so the timing is honest
+    elapsed = time.perf_counter() - start
+    return model, losses, steps / elapsed if elapsed > 0 else None
+
+
+def smoke(torch, steps):
+    import copy
+
+    out = {"steps": []}
+    torch.backends.cuda.matmul.allow_tf32 = False  # compare fp32 with fp32
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    nets, batches = models(torch), data(torch)
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        out["gpu_skipped"] = "no usable CUDA device (torch.cuda.is_available() is False)"
+    trained = {}
+    for name, net in nets.items():
+        x, y = batches[name]
+        for device in ["cpu"] + (["cuda:0"] if cuda else []):
+            progress(f"smoke {name} on {device}")
+            step = {"device": device, "model": name}
+            try:
+                model, step["losses"], step["steps_per_s"] = train(torch, copy.deepcopy(net), x, y, device, steps)
+                trained[(name, device)] = model
+            except Exception as exc:
+                step["error"] = err(exc)
+            out["steps"].append(step)
+    if cuda:
+        diffs = []
+        for name in nets:
+            a = next((s for s in out["steps"] if s["model"] == name and s["device"] == "cpu"), {}).get("losses")
+            b = next((s for s in out["steps"] if s["model"] == name and s["device"] == "cuda:0"), {}).get("losses")
+            if a and b:
+                diffs += [abs(p - q) / max(abs(p), 1e-6) for p, q in zip(a, b)]
+        out["max_loss_difference"] = max(diffs) if diffs else None
+        out.update(amp(torch))
+    out.update(loader(torch, cuda))
+    out.update(checkpoint(torch, trained.get(("cnn", "cuda:0")) or trained.get(("cnn", "cpu"))))
+    return out
+
+
+def amp(torch):
+    progress("smoke AMP step")
+    try:
+        bf16 = torch.cuda.is_bf16_supported()
+        dtype = torch.bfloat16 if bf16 else torch.float16
+        model = models(torch)["mlp"].cuda()
+        x, y = data(torch)["mlp"]
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        scaler = None if bf16 else torch.amp.GradScaler("cuda")
+        with torch.autocast("cuda", dtype=dtype):
+            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        value = float(loss.item())
+        finite = math.isfinite(value) and all(torch.isfinite(p).all().item() for p in model.parameters())
+        return {"amp_dtype": str(dtype).replace("torch.", ""), "amp_finite": finite}
+    except Exception as exc:
+        return {"amp_error": err(exc), "amp_finite": False}
+
+
+def loader(torch, cuda):
+    progress("smoke DataLoader with workers")
+    try:
+        from torch.utils.data import DataLoader, TensorDataset
+
+        x, y = data(torch)["cnn"]
+        dl = DataLoader(TensorDataset(x, y), batch_size=32, num_workers=2, pin_memory=cuda, persistent_workers=True)
+        seen = 0
+        for _ in range(2):  # a second epoch reuses the persistent workers
+            for xb, _yb in dl:
+                seen += xb.shape[0]
+        return {"dataloader_ok": seen == 2 * x.shape[0]}
+    except Exception as exc:
+        return {"dataloader_ok": False, "dataloader_error": err(exc)}
+
+
+def checkpoint(torch, model):
+    progress("smoke checkpoint")
+    if model is None:
+        return {"checkpoint_ok": False, "checkpoint_error": "no trained model to save"}
+    try:
+        buf = io.BytesIO()
+        torch.save(model.state_dict(), buf)
+        buf.seek(0)
+        state = torch.load(buf, map_location="cpu", weights_only=True)
+        ok = all(t.device.type == "cpu" for t in state.values()) and state.keys() == model.state_dict().keys()
+        return {"checkpoint_ok": ok}
+    except Exception as exc:
+        return {"checkpoint_ok": False, "checkpoint_error": err(exc)}
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    out = {}
+    try:
+        import torch
+    except Exception as exc:
+        out["error"] = f"import torch failed: {err(exc)}"
+        sys.stdout.write(MARK + json.dumps(out) + "\n")
+        return
+    if "bandwidth" in cfg["tasks"]:
+        try:
+            out["bandwidth"] = bandwidth(torch, int(cfg["size"]), int(cfg["repeats"]))
+        except Exception as exc:
+            out["bandwidth"] = {"error": err(exc)}
+    if "smoke" in cfg["tasks"]:
+        try:
+            out["smoke"] = smoke(torch, int(cfg["steps"]))
+        except Exception as exc:
+            out["smoke"] = {"error": err(exc)}
+    sys.stdout.write(MARK + json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
