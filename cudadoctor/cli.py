@@ -185,6 +185,20 @@ def check(
     sys.exit(rep.exit_code)
 
 
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--output", "-o", type=str, metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--transfer-size", callback=_size, metavar="SIZE", help="Bytes per timed copy (default 256MiB).")
+@click.option("--python", "python", type=str, metavar="PATH", help="Measure with another interpreter's torch.")
+@click.option("--timeout", type=click.FloatRange(min=0.5), metavar="SECONDS", help="Time bound (default 120 s).")
+@click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks.")
+@click.pass_context
+def bench(ctx: click.Context, **options: object) -> None:
+    """Only the measurements: copy bandwidth per GPU and the training smoke test."""
+    ctx.invoke(check, only="system,pci,driver,bandwidth,smoke", **options)
+
+
 def _names(option: str, value: str | None) -> set[str]:
     from cudadoctor.probes.registry import ALL_PROBES
 
