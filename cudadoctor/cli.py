@@ -6,14 +6,12 @@ import os
 import shutil
 import sys
 import traceback
-from typing import TYPE_CHECKING
 
 import click
 
 from cudadoctor import __version__, exitcodes
 
-if TYPE_CHECKING:  # kept out of the import path: `cudadoctor gpus` must start fast
-    pass
+# Everything else is imported inside the commands: `cudadoctor gpus` must start fast.
 
 FORMATS = ("text", "json", "markdown")
 

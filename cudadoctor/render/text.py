@@ -11,6 +11,7 @@ from typing import IO
 from rich.console import Console
 from rich.text import Text
 
+from cudadoctor import exitcodes
 from cudadoctor.model import Finding, Severity
 from cudadoctor.report import Report
 from cudadoctor.rules.catalogue import SECTIONS
@@ -59,7 +60,9 @@ def render(report: Report, console: Console, verbose: bool = False) -> None:
     console.print(Text(_header(report), style="bold"))
     console.print()
     worst = max((f.severity for f in report.findings), key=lambda s: s.rank, default=Severity.OK)
-    _, style = MARKS[worst if report.exit_code != 3 or worst is Severity.ERROR else Severity.WARNING]
+    if report.exit_code == exitcodes.INCOMPLETE and worst is not Severity.ERROR:
+        worst = Severity.WARNING  # an incomplete report is never shown as healthy
+    _, style = MARKS[worst]
     console.print(Text(report.verdict, style=style))
     for section in SECTIONS:
         found = [f for f in report.findings if f.section == section]
