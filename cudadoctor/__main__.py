@@ -1,4 +1,4 @@
-from cudadoctor.cli import main
+from cudadoctor.launcher import main
 
 if __name__ == "__main__":
     main()

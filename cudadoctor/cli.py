@@ -260,68 +260,16 @@ def _emit(rep, fmt: str, output: str | None, redact: bool, verbose: bool) -> Non
         text.render(rep, text.make_console(), verbose=verbose)
 
 
-@cli.command()
-@click.option(
-    "--sort-by",
-    type=click.Choice(["index", "free", "used", "util", "temp"]),
-    default="index",
-    show_default=True,
-    help="Order of the table (free, used, util, temp: largest first).",
-)
-@click.option("--sort-by-free", is_flag=True, help="Same as --sort-by free.")
-@click.option("--reverse", is_flag=True, help="Reverse the order.")
-@click.option(
-    "--pick",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Print the line that selects the N GPUs with the most free memory, instead of the table.",
-)
-@click.option(
-    "--min-free", callback=_size, metavar="SIZE", help="With --pick: at least this much free (8GiB, 8G, 0.5TB)."
-)
-@click.option("--max-util", type=click.IntRange(0, 100), metavar="PCT", help="With --pick: at most this utilisation.")
-@click.option(
-    "--format",
-    "by",
-    type=click.Choice(["uuid", "index"]),
-    default="uuid",
-    show_default=True,
-    help="With --pick: select by UUID (order-proof) or by index (with CUDA_DEVICE_ORDER=PCI_BUS_ID).",
-)
-@click.option(
-    "--shell",
-    type=click.Choice(["sh", "fish", "powershell", "cmd"]),
-    default="sh",
-    show_default=True,
-    help="With --pick: the shell syntax to print.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--watch", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Refresh until Ctrl-C.")
-def gpus(
-    sort_by: str,
-    sort_by_free: bool,
-    reverse: bool,
-    pick: int | None,
-    min_free: int | None,
-    max_util: int | None,
-    by: str,
-    shell: str,
-    as_json: bool,
-    watch: float | None,
-) -> None:
+@cli.command(context_settings={"ignore_unknown_options": True, "help_option_names": []}, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def gpus(args: tuple[str, ...]) -> None:
     """The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES.
 
-    NVML only: torch is never imported, so this is fast.
+    NVML only, never torch. Options: cudadoctor gpus --help.
     """
-    from cudadoctor.gpus_command import run_gpus
+    from cudadoctor.gpus_command import main as gpus_main
 
-    if pick is None and (min_free is not None or max_util is not None or by != "uuid" or shell != "sh"):
-        raise click.UsageError("--min-free, --max-util, --format and --shell go with --pick N")
-    if watch is not None and pick is not None:
-        raise click.UsageError("--watch shows the table; it does not go with --pick")
-    sys.exit(
-        run_gpus("free" if sort_by_free else sort_by, reverse, pick, min_free, max_util, by, shell, as_json, watch)
-    )
+    sys.exit(gpus_main(list(args)))
 
 
 @cli.command()

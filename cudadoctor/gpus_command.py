@@ -1,26 +1,114 @@
-"""`cudadoctor gpus`: NVML facts -> table, JSON or a CUDA_VISIBLE_DEVICES line. Never imports torch."""
+"""`cudadoctor gpus`: NVML facts -> table, JSON or a CUDA_VISIBLE_DEVICES line. Never imports torch.
+
+Its options are parsed with argparse, not click: the launcher routes `cudadoctor gpus` here without
+importing click at all, because this command's start-up time is a product requirement (a benchmark
+against nvitop, benchmarks/bench_gpus.py). The click group forwards to main() for in-process use.
+"""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
 import sys
 import time
 
-import click
-
 from cudadoctor import __version__, exitcodes
 from cudadoctor.facts_nvml import DriverFacts
 from cudadoctor.probes import Context, Probe
 from cudadoctor.runner import run_probes
-from cudadoctor.selection import export_lines, sort_devices
+from cudadoctor.selection import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.selection import pick as pick_gpus
 from cudadoctor.serial import to_jsonable
 from cudadoctor.versions import cuda_int_to_str
 from cudadoctor.visible_devices import parse
 
 NVML_TIMEOUT = 15.0
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def _size(text: str) -> int:
+    from cudadoctor.units import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _at_least(minimum: float, kind: type):  # type: ignore[no-untyped-def]
+    def parse(text: str):  # type: ignore[no-untyped-def]
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is below {minimum:g}")
+        return value
+
+    return parse
+
+
+def _percent(text: str) -> int:
+    value = _at_least(0, int)(text)
+    if value > 100:
+        raise argparse.ArgumentTypeError(f"{text} is above 100")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cudadoctor gpus",
+        description="The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES. "
+        "NVML only: torch is never imported.",
+    )
+    p.add_argument(
+        "--sort-by",
+        choices=SORT_KEYS,
+        default="index",
+        help="order of the table (free, used, util, temp: largest first; default index)",
+    )
+    p.add_argument("--sort-by-free", action="store_true", help="same as --sort-by free")
+    p.add_argument("--reverse", action="store_true", help="reverse the order")
+    p.add_argument(
+        "--pick",
+        type=_at_least(1, int),
+        metavar="N",
+        help="print the line that selects the N GPUs with the most free memory, instead of the table",
+    )
+    p.add_argument("--min-free", type=_size, metavar="SIZE", help="with --pick: at least this much free (8GiB, 8G)")
+    p.add_argument("--max-util", type=_percent, metavar="PCT", help="with --pick: at most this utilisation")
+    p.add_argument(
+        "--format",
+        dest="by",
+        choices=("uuid", "index"),
+        default="uuid",
+        help="with --pick: by UUID (order-proof, default) or by index (with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+    )
+    p.add_argument("--shell", choices=SHELLS, default="sh", help="with --pick: the shell syntax (default sh)")
+    p.add_argument("--json", dest="as_json", action="store_true", help="machine-readable output")
+    p.add_argument("--watch", type=_at_least(0.1, float), metavar="SECONDS", help="refresh until Ctrl-C")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)  # exits 2 (exitcodes.USAGE) with a usage line on bad input
+    if a.pick is None and (a.min_free is not None or a.max_util is not None or a.by != "uuid" or a.shell != "sh"):
+        parser.error("--min-free, --max-util, --format and --shell go with --pick N")
+    if a.watch is not None and a.pick is not None:
+        parser.error("--watch shows the table; it does not go with --pick")
+    sort_by = "free" if a.sort_by_free else a.sort_by
+    return run_gpus(sort_by, a.reverse, a.pick, a.min_free, a.max_util, a.by, a.shell, a.as_json, a.watch)
 
 
 def _collect_driver(ctx: Context) -> DriverFacts:
@@ -66,21 +154,21 @@ def run_gpus(
         return _watch(sort_by, reverse, as_json, watch)
     driver, problem = _snapshot()
     if driver is None:
-        click.echo(f"cudadoctor: CD002 the NVML query {problem}", err=True)
+        _err(f"cudadoctor: CD002 the NVML query {problem}")
         return exitcodes.INCOMPLETE
     if driver.init_status != "ok":
         code, title = _no_driver_finding(driver)
         if as_json:
-            click.echo(json.dumps(_envelope(driver, None, {"code": code, "title": title}), indent=2))
+            _out(json.dumps(_envelope(driver, None, {"code": code, "title": title}), indent=2))
         else:
-            click.echo(f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)", err=True)
+            _err(f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)")
         return exitcodes.PROBLEMS
     devices = sort_devices(driver.devices, sort_by, reverse)
     if n is None:
         if as_json:
-            click.echo(json.dumps(_envelope(driver, devices), indent=2))
+            _out(json.dumps(_envelope(driver, devices), indent=2))
         else:
-            click.echo(_table(driver, devices))
+            _out(_table(driver, devices))
         return exitcodes.OK
     chosen = pick_gpus(driver.devices, n, min_free, max_util)
     if as_json:
@@ -92,15 +180,14 @@ def run_gpus(
             "lines": export_lines(chosen.chosen, by, shell) if chosen.chosen else [],
             "rejected": {str(k): v for k, v in chosen.rejected.items()},
         }
-        click.echo(json.dumps(data, indent=2))
+        _out(json.dumps(data, indent=2))
     elif chosen.chosen:
-        click.echo("\n".join(export_lines(chosen.chosen, by, shell)))
+        _out("\n".join(export_lines(chosen.chosen, by, shell)))
     if not chosen.chosen:
         why = "; ".join(f"GPU {i}: {r}" for i, r in sorted(chosen.rejected.items()))
-        click.echo(
+        _err(
             f"cudadoctor: only {chosen.candidates} of {len(driver.devices)} GPUs qualify, {n} requested"
             + (f" ({why})" if why else ""),
-            err=True,
         )
         return exitcodes.NOT_ENOUGH_GPUS
     return exitcodes.OK
@@ -150,7 +237,7 @@ def _watch(sort_by: str, reverse: bool, as_json: bool, interval: float) -> int:
                 text = f"{stamp}  every {interval:g} s, Ctrl-C to stop\n" + _table(
                     driver, sort_devices(driver.devices, sort_by, reverse)
                 )
-            click.echo(clear + text + ("" if clear else "\n"))
+            _out(clear + text + ("" if clear else "\n"))
             time.sleep(interval)
     except KeyboardInterrupt:
         return exitcodes.OK

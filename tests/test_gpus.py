@@ -156,25 +156,28 @@ def test_watch_refreshes_and_ctrl_c_exits_cleanly(fake_libs, tmp_path):
     assert "Traceback" not in err
 
 
-def test_gpus_never_imports_torch(fake_libs, tmp_path):
+def test_gpus_never_imports_torch_nor_click(fake_libs, tmp_path):
+    """The launcher routes `gpus` past click: start-up time is this command's requirement."""
     path = tmp_path / "m.txt"
     path.write_text(machine())
     code = (
-        "import sys\nfrom cudadoctor.cli import cli\ntry:\n    cli(['gpus'])\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('TORCH=%s' % ('torch' in sys.modules))"
+        "import sys\nsys.argv = ['cudadoctor', 'gpus']\nfrom cudadoctor.launcher import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('TORCH=%s CLICK=%s' % ('torch' in sys.modules, 'click' in sys.modules))"
     )
-    p = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "FAKE_NVML_MACHINE": str(path),
-            "LD_LIBRARY_PATH": str(fake_libs[0]),
-        },
-    )
-    assert "TORCH=False" in p.stderr
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_NVML_MACHINE": str(path), "LD_LIBRARY_PATH": str(fake_libs[0])}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert "TORCH=False CLICK=False" in p.stderr
+    assert "NVIDIA H100" in p.stdout
+
+
+def test_gpus_through_the_click_group_too(fake_libs, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from cudadoctor.cli import cli
+
+    assert CliRunner().invoke(cli, ["gpus", "--pick", "0"]).exit_code == exitcodes.USAGE
+    assert "usage: cudadoctor gpus" in CliRunner().invoke(cli, ["gpus", "--help"]).output
 
 
 def d(i: int, free_gib: float, util: int | None = 0, **kw) -> NvmlDevice:
