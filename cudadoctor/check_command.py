@@ -3,15 +3,17 @@ report. Shared by the CLI and the pytest plugin."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudadoctor.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
-from cudadoctor.facts import Facts
 from cudadoctor.model import ProbeOutcome, Severity
 from cudadoctor.probes import Context, Probe
 from cudadoctor.probes.registry import ALL_PROBES, CHECK_PROBES, MEASURE_PROBES
-from cudadoctor.report import Report
 from cudadoctor.runner import run_probes
+
+if TYPE_CHECKING:  # facts, report and rules load while the probes run (see collect)
+    from cudadoctor.facts import Facts
+    from cudadoctor.report import Report
 
 __all__ = [
     "ALL_PROBES",
@@ -84,14 +86,18 @@ def collect(
     probes: list[Probe], python: str, timeout: float | None, transfer_size: int | None = None
 ) -> tuple[Facts, list[ProbeOutcome]]:
     def load_the_rest() -> None:
-        # while the probes run: rules and renderers are not needed before they finish
+        # while the probes run: facts, rules and renderers are not needed before they finish
+        import cudadoctor.facts
         import cudadoctor.render.text
+        import cudadoctor.report
         import cudadoctor.rules  # noqa: F401
 
     ctx = Context(timeout=timeout, python=python, measurements=[p.name for p in probes if p in MEASURE_PROBES])
     if transfer_size:
         ctx.transfer_size = transfer_size
     results, outcomes = run_probes(probes, ctx, meanwhile=load_the_rest)
+    from cudadoctor.facts import Facts
+
     outcomes += [ProbeOutcome(p.name, "skipped", 0.0) for p in CHECK_PROBES if p not in probes]
     return Facts(**results), outcomes
 

@@ -59,7 +59,8 @@ print(json.dumps(out), flush=True)
 
 
 def query_libcuda(timeout: float, python: str | None = None) -> CudaDriverFacts:
-    res = run_child([python or sys.executable, "-I", "-c", _CHILD], timeout=timeout)
+    # -I -S: the child needs only ctypes and json; skipping site saves start-up time beside the torch child
+    res = run_child([python or sys.executable, "-I", "-S", "-c", _CHILD], timeout=timeout)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
     data: dict = {}
     if lines:

@@ -1,4 +1,4 @@
-"""The probes `cudadoctor check` runs, in the order their sections print."""
+"""The probes `cudadoctor check` runs. The slowest starts first; the report orders sections itself."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from cudadoctor.probes import Probe, cuda_driver, driver, measurements, system, 
 
 # Time bounds are generous: each is far above a healthy run, and far below a hung one.
 CHECK_PROBES: list[Probe] = [
+    Probe("torch", torch_build.collect, timeout=60),
     Probe("system", system.collect_system, timeout=10),
     Probe("pci", system.collect_pci, timeout=10),
     Probe("driver", driver.collect, timeout=15),
     Probe("cuda_driver", cuda_driver.collect, timeout=25),
     Probe("toolkit", system.collect_toolkit, timeout=10),
-    Probe("torch", torch_build.collect, timeout=60),
 ]
 
 # Opt-in (--full, --only, `cudadoctor bench`): they load the GPU and take seconds.
