@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # NVML facts live apart so that `cudadoctor gpus` imports only them (start-up time).
-from cudadoctor.facts_nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
-
-__all__ = ["DriverFacts", "GpuProcess", "MigInstance", "NvmlDevice"]
+from cudadoctor.facts_nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice  # noqa: F401 (re-exported)
 
 
 @dataclass
