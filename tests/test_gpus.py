@@ -215,3 +215,18 @@ def test_export_lines_by_index():
     assert json.dumps(export_lines([d(3, 1)], by="index", shell="powershell")) == json.dumps(
         ['$env:CUDA_DEVICE_ORDER="PCI_BUS_ID"', '$env:CUDA_VISIBLE_DEVICES="3"']
     )
+
+
+@pytest.mark.parametrize("platform", ["linux", "darwin"])
+def test_process_names_and_vanished_processes(monkeypatch, platform):
+    """/proc on Linux, psutil elsewhere; a process that exited (NoSuchProcess) stays N/A."""
+    import psutil  # noqa: F401  (imported for real before the platform is pretended)
+
+    from cudadoctor.backends import procinfo
+    from cudadoctor.facts_nvml import GpuProcess
+
+    monkeypatch.setattr(procinfo.sys, "platform", platform)
+    mine, gone = GpuProcess(pid=os.getpid(), used_memory=1), GpuProcess(pid=2**22 + 12345, used_memory=None)
+    procinfo.describe_processes([mine, gone])
+    assert mine.name and mine.user and "python" in (mine.command or "") + mine.name
+    assert (gone.name, gone.user, gone.command) == (None, None, None)
