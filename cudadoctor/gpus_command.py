@@ -8,8 +8,6 @@ against nvitop, benchmarks/bench_gpus.py). The click group forwards to main() fo
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
 import sys
 import time
@@ -25,6 +23,18 @@ from cudadoctor.versions import cuda_int_to_str
 from cudadoctor.visible_devices import parse
 
 NVML_TIMEOUT = 15.0
+
+
+def _json(data: dict, indent: int | None = 2) -> str:
+    import json  # only for --json: the table path stays lean
+
+    return json.dumps(data, indent=indent)
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def _out(text: str) -> None:
@@ -159,14 +169,14 @@ def run_gpus(
     if driver.init_status != "ok":
         code, title = _no_driver_finding(driver)
         if as_json:
-            _out(json.dumps(_envelope(driver, None, {"code": code, "title": title}), indent=2))
+            _out(_json(_envelope(driver, None, {"code": code, "title": title}), indent=2))
         else:
             _err(f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)")
         return exitcodes.PROBLEMS
     devices = sort_devices(driver.devices, sort_by, reverse)
     if n is None:
         if as_json:
-            _out(json.dumps(_envelope(driver, devices), indent=2))
+            _out(_json(_envelope(driver, devices), indent=2))
         else:
             _out(_table(driver, devices))
         return exitcodes.OK
@@ -180,7 +190,7 @@ def run_gpus(
             "lines": export_lines(chosen.chosen, by, shell) if chosen.chosen else [],
             "rejected": {str(k): v for k, v in chosen.rejected.items()},
         }
-        _out(json.dumps(data, indent=2))
+        _out(_json(data, indent=2))
     elif chosen.chosen:
         _out("\n".join(export_lines(chosen.chosen, by, shell)))
     if not chosen.chosen:
@@ -212,7 +222,7 @@ def _envelope(driver: DriverFacts, devices: list | None, error: dict | None = No
         "schema_version": 1,
         "tool": "cudadoctor",
         "version": __version__,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _now(),
         "command": "gpus",
         "driver_version": driver.driver_version,
         "cuda_driver_version": cuda_int_to_str(driver.cuda_driver_version),
@@ -231,7 +241,7 @@ def _watch(sort_by: str, reverse: bool, as_json: bool, interval: float) -> int:
             if driver is None or driver.init_status != "ok":
                 text = f"cudadoctor: {problem or (driver.init_status if driver else 'no NVML')}"
             elif as_json:
-                text = json.dumps(_envelope(driver, sort_devices(driver.devices, sort_by, reverse)))
+                text = _json(_envelope(driver, sort_devices(driver.devices, sort_by, reverse)), indent=None)
             else:
                 stamp = time.strftime("%H:%M:%S")
                 text = f"{stamp}  every {interval:g} s, Ctrl-C to stop\n" + _table(
