@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+# Children run in their own session (so a hang can be killed with everything it started), which also
+# keeps Ctrl-C from reaching them: whatever is still running when the doctor exits is killed here.
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    with _LIVE_LOCK:
+        for proc in list(_LIVE):
+            _kill_tree(proc)
 
 
 @dataclass
@@ -47,6 +61,8 @@ def run_child(
         )
     except OSError as exc:
         return ChildResult(None, "", "", error=f"{argv[0]}: {exc.strerror or exc}")
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
         return ChildResult(proc.returncode, out, err)
@@ -57,6 +73,9 @@ def run_child(
         except subprocess.TimeoutExpired:
             out, err = "", ""
         return ChildResult(None, out or "", err or "", timed_out=True)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
