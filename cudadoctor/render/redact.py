@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
+# whole UUIDs, and the shortened ones tables show (GPU-1a2b3c4d-)
+_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{4}[0-9a-fA-F-]*")
 
 
 def redact(data: Any, hostname: str | None, user: str | None) -> Any:
