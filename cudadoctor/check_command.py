@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cudadoctor.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.model import ProbeOutcome, Severity
 from cudadoctor.probes import Context, Probe
-from cudadoctor.probes.registry import ALL_PROBES, CHECK_PROBES, MEASURE_PROBES
+from cudadoctor.probes.registry import ALL_PROBES, CHECK_PROBES, MEASURE_PROBES, TARGET_PYTHON_PROBES
 from cudadoctor.runner import run_probes
 
 if TYPE_CHECKING:  # facts, report and rules load while the probes run (see collect)
@@ -19,6 +19,7 @@ __all__ = [
     "ALL_PROBES",
     "CHECK_PROBES",
     "MEASURE_PROBES",
+    "TARGET_PYTHON_PROBES",
     "collect",
     "diagnose",
     "load_saved",

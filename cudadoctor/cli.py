@@ -166,7 +166,7 @@ def check(
             _fail(str(exc))
     else:
         probes = cc.select(_names("--only", only), _names("--skip", skip), full, req)
-        if any(p.name in ("torch", "bandwidth", "smoke") for p in probes):
+        if any(p.name in cc.TARGET_PYTHON_PROBES for p in probes):
             python = _target_python(python)
         facts, outcomes = _collect_with_progress(cc, probes, python or sys.executable, timeout, transfer_size)
     rep = cc.diagnose(facts, outcomes, req)
@@ -212,7 +212,7 @@ def _names(option: str, value: str | None) -> set[str]:
 
 def _collect_with_progress(cc, probes, python, timeout, transfer_size):  # type: ignore[no-untyped-def]
     """Measurements take seconds: show what runs on a terminal (stderr), never in pipes."""
-    names = [p.name for p in probes if p.name in ("bandwidth", "smoke")]
+    names = [p.name for p in probes if p in cc.MEASURE_PROBES]
     if not names or not sys.stderr.isatty():
         return cc.collect(probes, python, timeout, transfer_size)
     from rich.console import Console
@@ -236,26 +236,19 @@ def _target_python(python: str | None) -> str:
 
 
 def _emit(rep, fmt: str, output: str | None, redact: bool, verbose: bool) -> None:  # type: ignore[no-untyped-def]
-    from cudadoctor import report as report_mod
+    import json
+
     from cudadoctor.render import markdown, text
+    from cudadoctor.render.redact import report_data
 
-    json_text = report_mod.to_json(rep)
-    if redact:
-        import json
-
-        from cudadoctor.render.redact import redact as do_redact
-
-        s = rep.facts.system
-        json_text = (
-            json.dumps(do_redact(json.loads(json_text), s.hostname if s else None, s.user if s else None), indent=2)
-            + "\n"
-        )
+    data = report_data(rep, redact)
+    json_text = json.dumps(data, indent=2) + "\n"
     if output:
         _write(output, json_text)
     if fmt == "json":
         click.echo(json_text, nl=False)
     elif fmt == "markdown":
-        click.echo(markdown.render(rep, redact_ids=redact))
+        click.echo(markdown.render(data))
     else:
         text.render(rep, text.make_console(), verbose=verbose)
 

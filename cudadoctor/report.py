@@ -11,7 +11,7 @@ from cudadoctor import __version__, exitcodes
 from cudadoctor.config import Requirements
 from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, ProbeOutcome, Severity
-from cudadoctor.serial import FormatError, from_jsonable, to_jsonable
+from cudadoctor.serial import FormatError, from_jsonable
 
 # Bump on any change that breaks a reader of the JSON report; tests pin it.
 SCHEMA_VERSION = 1
@@ -61,10 +61,6 @@ def build(
         exit_code=exitcodes.decide(findings, outcomes, fail_on),
         verdict=verdict(findings, outcomes, fail_on),
     )
-
-
-def to_json(report: Report) -> str:
-    return json.dumps(to_jsonable(report), indent=2, sort_keys=False) + "\n"
 
 
 def load_facts(text: str) -> tuple[Facts, list[ProbeOutcome]]:

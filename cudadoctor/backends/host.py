@@ -122,7 +122,8 @@ def system_facts(environ: Mapping[str, str]) -> SystemFacts:
         user=user,
         cpu_count=os.cpu_count(),
         memory_total=_memory_total(),
-        in_container=bool(hints) and any("NVIDIA_VISIBLE_DEVICES" not in h for h in hints),
+        # NVIDIA_VISIBLE_DEVICES alone is a hint, not proof: people set it on hosts too
+        in_container=any("NVIDIA_VISIBLE_DEVICES" not in h for h in hints),
         container_hints=hints,
         wsl="microsoft" in kernel.lower() or os.path.exists("/usr/lib/wsl/lib"),
         shm_total=_shm_total() if sys.platform.startswith("linux") else None,

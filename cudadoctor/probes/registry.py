@@ -20,3 +20,6 @@ MEASURE_PROBES: list[Probe] = [
     Probe("smoke", measurements.collect_smoke, timeout=120),
 ]
 ALL_PROBES: list[Probe] = CHECK_PROBES + MEASURE_PROBES
+
+# Probes that run in the interpreter being diagnosed (--python), not in the doctor's own.
+TARGET_PYTHON_PROBES = frozenset({"torch", "bandwidth", "smoke"})

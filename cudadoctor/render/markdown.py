@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import json
 
-from cudadoctor.render.redact import redact
-from cudadoctor.report import Report
 from cudadoctor.rules.catalogue import SECTIONS
-from cudadoctor.serial import to_jsonable
 
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}
 
 
-def render(report: Report, redact_ids: bool = False) -> str:
-    data = to_jsonable(report)
-    if redact_ids:
-        s = report.facts.system
-        data = redact(data, s.hostname if s else None, s.user if s else None)
+def render(data: dict) -> str:
+    """Markdown from report data (render.redact.report_data, redacted or not)."""
     lines = [
         f"## cudadoctor {data['version']} report",
         "",

@@ -38,3 +38,14 @@ def redact(data: Any, hostname: str | None, user: str | None) -> Any:
             system["hostname"] = "<host>" if system.get("hostname") else None
             system["user"] = "<user>" if system.get("user") else None
     return out
+
+
+def report_data(report: Any, redact_ids: bool) -> Any:
+    """The report as JSON-ready data, redacted when asked: what both JSON and Markdown render."""
+    from cudadoctor.serial import to_jsonable
+
+    data = to_jsonable(report)
+    if not redact_ids:
+        return data
+    s = report.facts.system
+    return redact(data, s.hostname if s else None, s.user if s else None)

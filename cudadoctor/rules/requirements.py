@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cudadoctor.config import Requirements
 from cudadoctor.facts import Facts
+from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import parse_cc
 from cudadoctor.model import Finding, Severity
 from cudadoctor.rules.catalogue import entry, fix
@@ -170,8 +171,8 @@ def _torch(f: Facts, req: Requirements) -> list[Finding]:
                     fix=[
                         fix(
                             "Install the expected build",
-                            f"python -m pip install torch --index-url https://download.pytorch.org/whl/"
-                            f"cu{req.expect_torch_cuda.replace('.', '')}",
+                            "python -m pip install torch --index-url "
+                            + wheels.INDEX_URL.format(variant=wheels.variant_name(req.expect_torch_cuda)),
                         )
                     ],
                 )
