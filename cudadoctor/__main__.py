@@ -1,4 +1,37 @@
-from cudadoctor.launcher import main
+"""The console entry point (`cudadoctor`, `python -m cudadoctor`).
+
+Signals are handled before anything heavy is imported, so even Ctrl-C in the first milliseconds is a
+plain exit 130 with no traceback; SIGTERM is 143 and SIGHUP 129. Every child process the doctor started
+(and what they started: each runs in its own process group) is killed first.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    child = sys.modules.get("cudadoctor.backends.child")
+    if child is not None:
+        child.kill_all()  # type: ignore[attr-defined]
+    os._exit(128 + signum)
+
+
+def install_signal_handlers() -> None:
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, _on_signal)
+
+
+def main() -> None:
+    install_signal_handlers()
+    from cudadoctor.cli import main as cli_main
+
+    cli_main()
+
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,7 @@ import pytest
 
 _FACTS = pytest.StashKey[tuple[Any, Any]]()
 _GATE = pytest.StashKey[Any]()
+_SECONDS = pytest.StashKey[float]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -27,6 +28,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("error", "warning"),
         default=None,
         help="lowest finding severity that fails the gate (default: config, else error)",
+    )
+    group.addoption(
+        "--cudadoctor-skip",
+        default="",
+        metavar="PROBES",
+        help="probes the gate and the markers leave out (comma-separated), e.g. torch",
     )
     group.addoption(
         "--cudadoctor-config",
@@ -47,10 +54,18 @@ def pytest_configure(config: pytest.Config) -> None:
 def _facts(config: pytest.Config) -> tuple[Any, Any]:
     if _FACTS not in config.stash:
         import sys
+        import time
 
-        from cudadoctor import check_command
+        from cudadoctor import probes
+        from cudadoctor.commands import check as check_command
 
-        config.stash[_FACTS] = check_command.collect(list(check_command.CHECK_PROBES), sys.executable, None)
+        skip = {n.strip() for n in (config.getoption("--cudadoctor-skip") or "").split(",") if n.strip()}
+        unknown = skip - set(probes.names())
+        if unknown:
+            raise pytest.UsageError(f"--cudadoctor-skip: unknown probe {', '.join(sorted(unknown))}")
+        start = time.monotonic()
+        config.stash[_FACTS] = check_command.collect(probes.select(set(), skip, False), sys.executable, None)
+        config.stash[_SECONDS] = time.monotonic() - start
     return config.stash[_FACTS]
 
 
@@ -58,8 +73,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if not config.getoption("--cudadoctor"):
         return
-    from cudadoctor import check_command
-    from cudadoctor.config import ConfigError
+    from cudadoctor.commands import check as check_command
+    from cudadoctor.commands.config import ConfigError
 
     try:
         req = check_command.requirements(
@@ -70,7 +85,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     report = check_command.diagnose(*_facts(config), req)
     config.stash[_GATE] = report
     if report.exit_code != 0:
-        failing = [f for f in report.findings if f.severity.rank >= check_command.severity(req.fail_on).rank]
+        from cudadoctor.report import Severity
+
+        failing = [f for f in report.findings if f.severity.rank >= Severity(req.fail_on).rank]
         lines = [f"cudadoctor gate failed: {report.verdict}"]
         lines += [f"  {f.code} {f.title}" for f in failing[:10]]
         lines.append("  (run `cudadoctor check` for the fixes)")
@@ -79,9 +96,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     report = config.stash.get(_GATE, None)
-    if report is None:
+    seconds = config.stash.get(_SECONDS, None)
+    if report is None and seconds is None:
         return
     terminalreporter.section("cudadoctor")
+    if seconds is not None:
+        terminalreporter.write_line(f"facts collected once for the session in {seconds:.1f} s")
+    if report is None:
+        return
     terminalreporter.write_line(report.verdict)
     for f in report.findings:
         if f.severity.value == "warning":
@@ -92,9 +114,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     markers = list(item.iter_markers("cuda"))
     if not markers:
         return
-    from cudadoctor import check_command
-    from cudadoctor.config import ConfigError, Requirements
-    from cudadoctor.units import parse_size
+    from cudadoctor.commands import check as check_command
+    from cudadoctor.commands.config import ConfigError, Requirements
+    from cudadoctor.knowledge.units import parse_size
 
     for marker in markers:
         opts = dict(marker.kwargs)

@@ -1,20 +1,125 @@
-"""The report: facts, probe outcomes and findings, with a verdict and an exit code."""
+"""What rules produce and renderers show: findings with their fixes and tables, probe outcomes, and the
+one Report whose Status is computed here, once. Exit code, verdict, colours, JUnit, annotations and the
+pytest plugin all read `Report.status`; nothing else re-derives it."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
+import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cudadoctor import __version__, exitcodes
-from cudadoctor.config import Requirements
-from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, ProbeOutcome, Severity
-from cudadoctor.serial import FormatError, from_jsonable
+from cudadoctor import __version__
 
-# Bump on any change that breaks a reader of the JSON report; tests pin it.
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from cudadoctor.facts import Facts
+
+# Exit codes, the same in every command (docs/exit-codes.md). Scripts depend on them: never renumber.
+EXIT_OK = 0  # healthy, or only findings below --fail-on
+EXIT_PROBLEMS = 1  # at least one finding at or above --fail-on
+EXIT_USAGE = 2  # bad options or input
+EXIT_INCOMPLETE = 3  # the doctor could not finish: a probe crashed or timed out, an internal error
+EXIT_NOT_ENOUGH_GPUS = 4  # `gpus --pick N`: fewer than N GPUs qualify
+EXIT_HANGUP = 129  # SIGHUP (128 + 1)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15)
+
+# Bump on any change that breaks a reader of the JSON report; every older version keeps a reader
+# (facts/codec.py) and a replay test.
+SCHEMA_VERSION = 2
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    OK = "ok"
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse."""
+        return _RANK[self.value]
+
+
+_RANK = {"ok": 0, "info": 1, "warning": 2, "error": 3}
+
+
+class Status(str, enum.Enum):
+    HEALTHY = "healthy"
+    WARNINGS = "warnings"
+    PROBLEMS = "problems"
+    INCOMPLETE = "incomplete"
+
+    @property
+    def exit_code(self) -> int:
+        return {"healthy": EXIT_OK, "warnings": EXIT_OK, "problems": EXIT_PROBLEMS, "incomplete": EXIT_INCOMPLETE}[
+            self.value
+        ]
+
+    @property
+    def severity(self) -> Severity:
+        """How a renderer colours the verdict."""
+        return {
+            "healthy": Severity.OK,
+            "warnings": Severity.WARNING,
+            "problems": Severity.ERROR,
+            "incomplete": Severity.WARNING,
+        }[self.value]
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One way to fix a finding: when it applies, and the commands to paste."""
+
+    when: str
+    commands: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Table:
+    """Details as data; renderers lay it out (terminal width, Markdown, JSON arrays)."""
+
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    code: str
+    severity: Severity
+    section: str
+    title: str
+    why: str = ""
+    fix: list[Fix] = field(default_factory=list)
+    docs: str = ""
+    tables: list[Table] = field(default_factory=list)
+    cause: str | None = None  # the code of the root-cause finding this one follows from
+
+
+@dataclass
+class ProbeOutcome:
+    """How a probe ended: ok, skipped, crashed (it raised) or timeout; never raised to the user."""
+
+    name: str
+    status: str
+    seconds: float
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Crashed or timed out; a probe skipped on request is not a failure."""
+        return self.status in ("crashed", "timeout")
+
+
+@dataclass
+class Source:
+    """Where the facts came from when they are not this machine's, now (`check --from`)."""
+
+    path: str
+    created: str | None = None
+    host: str | None = None
+    version: str | None = None  # the cudadoctor that made it
 
 
 @dataclass
@@ -23,27 +128,70 @@ class Report:
     facts: Facts
     probes: list[ProbeOutcome]
     findings: list[Finding]
+    status: Status
     exit_code: int
     verdict: str
-    requirements: Requirements | None = None  # the gate's requirements, when any were given
+    scope: str | None = None  # "3 of 6 checks ran: …" when not everything ran
+    fail_on: str = "error"
+    requirements: Any = None  # the gate's Requirements, when any were given
+    source: Source | None = None
     schema_version: int = SCHEMA_VERSION
     tool: str = "cudadoctor"
     version: str = __version__
     created: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
 
-def verdict(findings: list[Finding], outcomes: list[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> str:
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 GPU", "2 GPUs", "1 process", "3 processes"."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def decide(findings: list[Finding], outcomes: list[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> Status:
+    """The one place a report's status is decided. A failed probe makes any report INCOMPLETE: it
+    cannot call a machine healthy, and a half-seen machine's errors may have another cause."""
+    if any(o.failed for o in outcomes):
+        return Status.INCOMPLETE
+    if any(f.severity.rank >= max(fail_on.rank, Severity.WARNING.rank) for f in findings):
+        return Status.PROBLEMS
+    if any(f.severity is Severity.WARNING for f in findings):
+        return Status.WARNINGS
+    return Status.HEALTHY
+
+
+def describe_scope(outcomes: list[ProbeOutcome], expected: list[str]) -> str | None:
+    """None when every expected check ran; otherwise which ran and which did not, and why."""
+    by_name = {o.name: o for o in outcomes}
+    ran = [n for n in expected if n in by_name and by_name[n].status == "ok"]
+    if len(ran) == len(expected):
+        return None
+    parts = [f"{len(ran)} of {plural(len(expected), 'check')} ran" + (f": {', '.join(ran)}" if ran else "")]
+    failed = [f"{n} {by_name[n].status}" for n in expected if n in by_name and by_name[n].failed]
+    skipped = [n for n in expected if n not in ran and not (n in by_name and by_name[n].failed)]
+    if failed:
+        parts.append(f"failed: {', '.join(failed)}")
+    if skipped:
+        parts.append(f"not checked: {', '.join(skipped)}")
+    return "; ".join(parts)
+
+
+def verdict_line(status: Status, findings: list[Finding], scope: str | None, fail_on: Severity) -> str:
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is Severity.WARNING]
-    counts = f"{len(errors)} error{'s' * (len(errors) != 1)}, {len(warnings)} warning{'s' * (len(warnings) != 1)}"
-    if errors:
-        return f"PROBLEMS ({counts}): {errors[0].title}"
-    if any(o.failed for o in outcomes):
-        return "INCOMPLETE: the doctor could not finish every check"
-    if warnings:
-        label = "PROBLEMS" if fail_on is Severity.WARNING else "USABLE WITH WARNINGS"
-        return f"{label} ({counts}): {warnings[0].title}"
-    return "HEALTHY: no problems found"
+    counts = f"{plural(len(errors), 'error')}, {plural(len(warnings), 'warning')}"
+    first = (errors or warnings or [None])[0]
+    if status is Status.INCOMPLETE:
+        text = "INCOMPLETE: the doctor could not finish every check"
+        if first is not None:
+            text += f" ({counts}): {first.title}"
+    elif status is Status.PROBLEMS:
+        text = f"PROBLEMS ({counts}): {first.title if first else ''}"
+    elif status is Status.WARNINGS:
+        text = f"USABLE WITH WARNINGS ({counts}): {first.title if first else ''}"
+    else:
+        text = "HEALTHY: no problems found"
+    if scope:
+        text += f" [{scope}]"
+    return text
 
 
 def build(
@@ -52,29 +200,22 @@ def build(
     outcomes: list[ProbeOutcome],
     findings: list[Finding],
     fail_on: Severity = Severity.ERROR,
+    expected: list[str] | None = None,
+    requirements: Any = None,
+    source: Source | None = None,
 ) -> Report:
+    status = decide(findings, outcomes, fail_on)
+    scope = describe_scope(outcomes, expected) if expected is not None else None
     return Report(
         command=command,
         facts=facts,
         probes=outcomes,
         findings=findings,
-        exit_code=exitcodes.decide(findings, outcomes, fail_on),
-        verdict=verdict(findings, outcomes, fail_on),
+        status=status,
+        exit_code=status.exit_code,
+        verdict=verdict_line(status, findings, scope, fail_on),
+        scope=scope,
+        fail_on=fail_on.value,
+        requirements=requirements,
+        source=source,
     )
-
-
-def load_facts(text: str) -> tuple[Facts, list[ProbeOutcome]]:
-    """Facts and probe outcomes from a saved JSON report; FormatError when it is not one of ours."""
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict) or data.get("tool") != "cudadoctor" or "facts" not in data:
-        raise FormatError("not a cudadoctor JSON report (no tool/facts fields)")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise FormatError(
-            f"schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}; re-create it with this cudadoctor"
-        )
-    facts = from_jsonable(Facts, data["facts"], "$.facts")
-    outcomes = from_jsonable(list[ProbeOutcome], data.get("probes", []), "$.probes")
-    return facts, outcomes

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -92,11 +91,6 @@ driver 550.54.14
 cuda 12040
 device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85520809984 used=1073741824 util=12 temp=41 gen=5/5 width=16/16
 """
-
-
-@pytest.fixture
-def has_compiler() -> bool:
-    return shutil.which("cc") is not None
 
 
 pytest_plugins = ["pytester"]

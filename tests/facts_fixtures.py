@@ -27,6 +27,9 @@ def linux(**kw) -> SystemFacts:
         hostname="gpu-box-17",
         user="alice",
         shm_total=32 * GiB,
+        in_container=False,
+        wsl=False,
+        env={},
     )
     base.update(kw)
     return SystemFacts(**base)
@@ -99,6 +102,7 @@ def torch_cuda(
     from cudadoctor.knowledge.wheels import arch_list_to_flags
 
     kw.setdefault("cudnn_version", 91002 if available else None)
+    kw.setdefault("cudnn_present", True if available else None)
 
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
@@ -123,6 +127,9 @@ def torch_cpu(version: str = "2.13.0+cpu", **kw) -> TorchFacts:
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
         installed=True,
+        cuda_built=False,
+        cudnn_built=False,
+        arch_flags=[],
         version=version,
         path="/opt/venv/lib/python3.11/site-packages/torch",
         is_available=False,

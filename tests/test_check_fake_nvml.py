@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from cudadoctor import exitcodes
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEMS
 from tests.conftest import H100_HEALTHY
 
 
@@ -15,7 +15,7 @@ def finding(run, code):
 
 def test_healthy_machine_exits_zero_and_names_driver_and_gpu(run_cli):
     r = run_cli("check", "--json", "--skip", "torch", machine=H100_HEALTHY)
-    assert r.code == exitcodes.OK, r.stderr
+    assert r.code == EXIT_OK, r.stderr
     ok = finding(r, "CD100")
     assert "550.54.14" in ok["title"] and "12.4" in ok["title"] and "H100" in ok["title"]
     assert "CD120" in r.codes()  # cuInit succeeded in the child
@@ -26,7 +26,7 @@ def test_healthy_machine_exits_zero_and_names_driver_and_gpu(run_cli):
 
 def test_driver_not_loaded(run_cli):
     r = run_cli("check", "--json", machine="init_error 9\n")
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD102")
     assert f["severity"] == "error"
     assert any("modprobe nvidia" in c for fx in f["fix"] for c in fx["commands"])
@@ -34,7 +34,7 @@ def test_driver_not_loaded(run_cli):
 
 def test_version_mismatch_says_reboot_or_reload(run_cli):
     r = run_cli("check", "--json", machine="init_error 18\n")
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD103")
     commands = [c for fx in f["fix"] for c in fx["commands"]]
     assert "sudo reboot" in commands
@@ -51,7 +51,7 @@ def test_no_permission_names_the_device_nodes(run_cli):
 def test_lost_gpu_is_reported_and_other_gpus_still_render(run_cli):
     machine = H100_HEALTHY + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 error=15\n'
     r = run_cli("check", "--json", machine=machine)
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     lost = finding(r, "CD105")
     assert "GPU 1" in lost["title"] and "GPU_IS_LOST" in lost["title"]
     devices = r.json["facts"]["driver"]["devices"]
@@ -73,12 +73,12 @@ def test_old_driver_missing_functions_fall_back(run_cli):
     assert warn["severity"] == "warning"
     assert "nvmlDeviceGetComputeRunningProcesses_v2" in warn["title"]
     assert "nvmlSystemGetCudaDriverVersion_v2" not in warn["title"]  # v1 answered instead
-    assert r.code == exitcodes.OK  # a warning alone does not fail
+    assert r.code == EXIT_OK  # a warning alone does not fail
 
 
 def test_nvml_without_libcuda_is_a_container_capabilities_problem(run_cli):
     r = run_cli("check", "--json", machine=H100_HEALTHY, libcuda=False)
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD121")
     assert "libcuda.so.1" in f["title"]
     assert "compute" in f["why"]
@@ -103,7 +103,7 @@ def test_hanging_cuinit_is_bounded_and_reported(run_cli):
     r = run_cli("check", "--json", "--timeout", "2", machine=H100_HEALTHY + "cuda_init_sleep 60\n")
     assert time.monotonic() - start < 20
     assert "CD123" in r.codes()
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     assert r.json["facts"]["cuda_driver"]["driver_version"] == 12040  # what came before the hang
 
 
@@ -111,7 +111,7 @@ def test_hanging_nvml_becomes_a_timeout_finding_and_exit_3(run_cli):
     start = time.monotonic()
     r = run_cli("check", "--json", "--timeout", "1.5", machine=H100_HEALTHY + "init_sleep 60\n")
     assert time.monotonic() - start < 20
-    assert r.code == exitcodes.INCOMPLETE
+    assert r.code == EXIT_INCOMPLETE
     timeout = finding(r, "CD002")
     assert "driver" in timeout["title"]
     assert r.json["facts"]["driver"] is None
@@ -121,7 +121,7 @@ def test_hanging_nvml_becomes_a_timeout_finding_and_exit_3(run_cli):
 
 def test_text_report_is_plain_when_piped(run_cli):
     r = run_cli("check", machine="init_error 18\n")
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     assert r.stdout.splitlines()[2].startswith("PROBLEMS")
     assert "CD103" in r.stdout and "sudo reboot" in r.stdout
     assert "\x1b[" not in r.stdout  # no colour codes in a pipe
@@ -135,7 +135,7 @@ def test_cpu_torch_on_a_gpu_machine_gets_the_build_for_this_driver(run_cli):
         import pytest
 
         pytest.skip("the test environment has a CUDA build of torch")
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD202")
     assert "CPU-only" in f["title"]
     commands = [c for fx in f["fix"] for c in fx["commands"]]
@@ -152,6 +152,6 @@ def test_visible_devices_table_and_hidden_devices(run_cli):
     r = run_cli("check", "--json", "--skip", "torch", machine=machine, env={"CUDA_VISIBLE_DEVICES": "1"})
     table = finding(r, "CD300")
     assert "CUDA sees 1 of 2 GPUs" in table["title"]
-    assert table["details"][1].split()[:2] == ["0", "1"]  # cuda:0 is nvidia-smi's GPU 1
+    assert table["tables"][0]["rows"][0][:2] == ["cuda:0", "1"]  # cuda:0 is nvidia-smi's GPU 1
     r = run_cli("check", "--json", "--skip", "torch", machine=machine, env={"CUDA_VISIBLE_DEVICES": ""})
-    assert "CD301" in r.codes() and r.code == exitcodes.PROBLEMS
+    assert "CD301" in r.codes() and r.code == EXIT_PROBLEMS

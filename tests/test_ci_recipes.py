@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from cudadoctor import exitcodes
+from cudadoctor.report import EXIT_OK, EXIT_PROBLEMS
 from tests.conftest import H100_HEALTHY, ROOT
 
 
@@ -37,7 +37,7 @@ def test_recipe_command_runs(run_cli, tmp_path, command):
             argv[i] = str(tmp_path / f"artifact{option.replace('-', '_')}")  # /var/log/… is not ours to write
             outputs.append(argv[i])
     r = run_cli(*argv, machine=H100_HEALTHY)
-    assert r.code in (exitcodes.OK, exitcodes.PROBLEMS), r.stderr
+    assert r.code in (EXIT_OK, EXIT_PROBLEMS), r.stderr
     assert "Usage:" not in r.stderr
     for path in outputs:
         assert (tmp_path / path).exists()

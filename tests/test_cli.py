@@ -12,10 +12,10 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from cudadoctor import __version__, check_command, exitcodes
+from cudadoctor import __version__
 from cudadoctor.cli import cli
-from cudadoctor.probes import Probe
-from cudadoctor.report import SCHEMA_VERSION
+from cudadoctor.probes import REGISTRY, Probe
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_PROBLEMS, EXIT_USAGE, SCHEMA_VERSION
 from tests.conftest import ROOT, real_driver_present
 
 
@@ -44,13 +44,13 @@ def test_python_m_entry_point():
 )
 def test_usage_errors_exit_2(runner, args):
     r = runner.invoke(cli, args)
-    assert r.exit_code == exitcodes.USAGE
+    assert r.exit_code == EXIT_USAGE
     assert "Traceback" not in r.output
 
 
 def test_unwritable_output_is_one_line(runner, tmp_path):
     r = runner.invoke(cli, ["check", "--output", str(tmp_path / "missing" / "r.json")])
-    assert r.exit_code == exitcodes.USAGE
+    assert r.exit_code == EXIT_USAGE
     assert r.output.strip().count("\n") == 0
     assert "cannot write --output" in r.output
 
@@ -58,7 +58,7 @@ def test_unwritable_output_is_one_line(runner, tmp_path):
 def test_json_contract(runner):
     r = runner.invoke(cli, ["check", "--json"])
     data = json.loads(r.output)
-    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["schema_version"] == SCHEMA_VERSION == 2
     assert data["tool"] == "cudadoctor" and data["version"] == __version__
     assert set(data) >= {
         "schema_version",
@@ -67,6 +67,8 @@ def test_json_contract(runner):
         "created",
         "command",
         "verdict",
+        "status",
+        "scope",
         "exit_code",
         "facts",
         "probes",
@@ -84,7 +86,7 @@ def test_json_contract(runner):
     }
     assert data["exit_code"] == r.exit_code
     for f in data["findings"]:
-        assert set(f) == {"code", "severity", "section", "title", "why", "fix", "docs", "details"}
+        assert set(f) == {"code", "severity", "section", "title", "why", "fix", "docs", "tables", "cause"}
         assert f["severity"] in ("error", "warning", "info", "ok")
         for fx in f["fix"]:
             assert isinstance(fx["when"], str) and all(isinstance(c, str) for c in fx["commands"])
@@ -122,13 +124,29 @@ def test_from_rejects_foreign_files_in_one_line(runner, tmp_path, content, messa
     p = tmp_path / "bad.json"
     p.write_text(content)
     r = runner.invoke(cli, ["check", "--from", str(p)])
-    assert r.exit_code == exitcodes.USAGE
+    assert r.exit_code == EXIT_USAGE
     assert message in r.output and "Traceback" not in r.output
 
 
 def test_from_missing_file(runner, tmp_path):
     r = runner.invoke(cli, ["check", "--from", str(tmp_path / "nope.json")])
-    assert r.exit_code == exitcodes.USAGE and "cannot read --from" in r.output
+    assert r.exit_code == EXIT_USAGE and "--from: cannot read" in r.output and "Traceback" not in r.output
+
+
+def test_a_report_saved_by_schema_1_still_replays(runner):
+    """tests/fixtures/report_v1.json was written by cudadoctor 0.1 (schema 1) on a fake 2xA100 machine
+    with a CPU torch and CUDA_VISIBLE_DEVICES=1,0: the same verdict comes back, marked as a replay."""
+    path = ROOT / "tests" / "fixtures" / "report_v1.json"
+    saved = json.loads(path.read_text())
+    assert saved["schema_version"] == 1
+    r = runner.invoke(cli, ["check", "--from", str(path), "--json"])
+    data = json.loads(r.output)
+    assert r.exit_code == saved["exit_code"] == EXIT_PROBLEMS
+    codes = [f["code"] for f in data["findings"]]
+    assert {"CD100", "CD202", "CD210", "CD300"} <= set(codes)
+    assert data["source"]["path"] == str(path) and data["source"]["created"] == saved["created"]
+    text = runner.invoke(cli, ["check", "--from", str(path)]).output
+    assert f"Replay of {path}" in text and "host vm" in text
 
 
 def test_markdown_masks_secrets_and_redacts_ids(runner, monkeypatch):
@@ -156,30 +174,28 @@ def _hang(ctx):
 @pytest.mark.parametrize("collect,code,status", [(_crash, "CD001", "crashed"), (_hang, "CD002", "timeout")])
 def test_a_probe_that_crashes_or_hangs_becomes_a_finding(runner, monkeypatch, collect, code, status):
     replaced = Probe("toolkit", collect, timeout=0.5)
-    for name in ("CHECK_PROBES", "ALL_PROBES"):
-        probes = [replaced if p.name == "toolkit" else p for p in getattr(check_command, name)]
-        monkeypatch.setattr(check_command, name, probes)
+    injected = {"probes": [replaced if p.name == "toolkit" else p for p in REGISTRY]}
     start = time.monotonic()
-    r = runner.invoke(cli, ["check", "--skip", "torch", "--json"])
+    r = runner.invoke(cli, ["check", "--skip", "torch", "--json"], obj=injected)
     assert time.monotonic() - start < 15
-    assert r.exit_code == exitcodes.INCOMPLETE
+    assert r.exit_code == EXIT_INCOMPLETE
     data = json.loads(r.output)
     assert code in [f["code"] for f in data["findings"]]
     assert {"name": "toolkit", "status": status}.items() <= next(
         o for o in data["probes"] if o["name"] == "toolkit"
     ).items()
     assert data["facts"]["system"] is not None  # the other probes still reported
-    text = runner.invoke(cli, ["check", "--skip", "torch"])
+    text = runner.invoke(cli, ["check", "--skip", "torch"], obj=injected)
     assert "Traceback" not in text.output and code in text.output
     if status == "crashed":
-        verbose = runner.invoke(cli, ["check", "--skip", "torch", "-v"])
+        verbose = runner.invoke(cli, ["check", "--skip", "torch", "-v"], obj=injected)
         assert "Traceback" in verbose.output and "boom in probe" in verbose.output
 
 
 def test_explain(runner):
     r = runner.invoke(cli, ["explain", "cd103"])
     assert r.exit_code == 0 and "driver-library-mismatch" in r.output and "kernel module" in r.output
-    assert runner.invoke(cli, ["explain", "CD999"]).exit_code == exitcodes.USAGE
+    assert runner.invoke(cli, ["explain", "CD999"]).exit_code == EXIT_USAGE
 
 
 def test_check_never_imports_torch():
@@ -202,7 +218,7 @@ def test_real_no_driver_path_of_this_machine(runner):
     """These machines have no NVIDIA driver; some have a CUDA toolkit. The report must say exactly that."""
     r = runner.invoke(cli, ["check", "--json"])
     data = json.loads(r.output)
-    assert r.exit_code == exitcodes.PROBLEMS
+    assert r.exit_code == EXIT_PROBLEMS
     assert data["facts"]["driver"]["init_status"] == "LIBRARY_NOT_FOUND"
     codes = [f["code"] for f in data["findings"]]
     assert "CD108" in codes or "CD101" in codes

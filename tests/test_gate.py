@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cudadoctor import exitcodes
-from cudadoctor.config import ConfigError, Requirements, find_config, from_mapping
+from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from cudadoctor.rules.requirements import evaluate
 from tests.facts_fixtures import GiB, gpu, healthy, torch_cuda
 
@@ -93,7 +93,7 @@ def test_exit_code_0_when_requirements_met(run_cli):
     r = run_cli(
         "check", "--json", "--skip", "torch", "--require-gpus", "1", "--min-free-memory", "70GiB", machine=H100_FAKE
     )
-    assert r.code == exitcodes.OK, r.stdout
+    assert r.code == EXIT_OK, r.stdout
     assert r.json["requirements"]["require_gpus"] == 1
 
 
@@ -101,7 +101,7 @@ def test_exit_code_1_when_a_requirement_fails(run_cli):
     r = run_cli(
         "check", "--json", "--skip", "torch", "--require-gpus", "2", "--min-free-memory", "70GiB", machine=H100_FAKE
     )
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     assert (
         r.codes()[-3:] == ["CD501", "CD502", "CD100"][:0] + [c for c in r.codes() if c.startswith("CD5")][-2:]
         or "CD501" in r.codes()
@@ -110,35 +110,35 @@ def test_exit_code_1_when_a_requirement_fails(run_cli):
 
 def test_fail_on_warning(run_cli):
     warn = H100_FAKE + "missing nvmlSystemGetNVMLVersion\n"
-    assert run_cli("check", "--skip", "torch", machine=warn).code == exitcodes.OK
+    assert run_cli("check", "--skip", "torch", machine=warn).code == EXIT_OK
     r = run_cli("check", "--skip", "torch", "--fail-on", "warning", machine=warn)
-    assert r.code == exitcodes.PROBLEMS and "PROBLEMS" in r.stdout
+    assert r.code == EXIT_PROBLEMS and "PROBLEMS" in r.stdout
 
 
 def test_exit_code_2_for_bad_config_and_values(run_cli, tmp_path):
     bad = tmp_path / "cudadoctor.toml"
     bad.write_text('min-free-memory = "lots"\n')
     r = run_cli("check", "--config", str(bad), machine=H100_FAKE)
-    assert r.code == exitcodes.USAGE
+    assert r.code == EXIT_USAGE
     assert (
         r.stderr.strip()
         == f"cudadoctor: {bad}: min-free-memory: 'lots' is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)"
     )
-    assert run_cli("check", "--require-gpus", "zero", machine=H100_FAKE).code == exitcodes.USAGE
-    assert run_cli("check", "--min-compute-capability", "eight", machine=H100_FAKE).code == exitcodes.USAGE
+    assert run_cli("check", "--require-gpus", "zero", machine=H100_FAKE).code == EXIT_USAGE
+    assert run_cli("check", "--min-compute-capability", "eight", machine=H100_FAKE).code == EXIT_USAGE
 
 
 def test_config_file_is_found_in_the_working_directory(run_cli, tmp_path):
     (tmp_path / "cudadoctor.toml").write_text("require-gpus = 3\n")
     r = run_cli("check", "--json", "--skip", "torch", machine=H100_FAKE)  # run_cli runs in tmp_path
-    assert r.code == exitcodes.PROBLEMS and "CD501" in r.codes()
+    assert r.code == EXIT_PROBLEMS and "CD501" in r.codes()
     r = run_cli("check", "--json", "--skip", "torch", "--require-gpus", "1", machine=H100_FAKE)
-    assert r.code == exitcodes.OK  # options override the file
+    assert r.code == EXIT_OK  # options override the file
 
 
 def test_exit_code_3_is_documented_for_incomplete(run_cli):
     r = run_cli("check", "--skip", "torch", "--timeout", "1", machine=H100_FAKE + "init_sleep 30\n")
-    assert r.code == exitcodes.INCOMPLETE
+    assert r.code == EXIT_INCOMPLETE
 
 
 def test_junit_and_github_annotations(run_cli, tmp_path):
@@ -157,7 +157,7 @@ def test_junit_and_github_annotations(run_cli, tmp_path):
         machine=H100_FAKE,
         env={"GITHUB_ACTIONS": "true"},
     )
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     suite = ET.parse(junit).getroot()
     names = {c.get("name") for c in suite.iter("testcase")}
     assert {"system", "driver", "torch"} <= names
@@ -172,4 +172,4 @@ def test_junit_and_github_annotations(run_cli, tmp_path):
 
 def test_unwritable_junit(run_cli, tmp_path):
     r = run_cli("check", "--junit", str(tmp_path / "nope" / "x.xml"), machine=H100_FAKE)
-    assert r.code == exitcodes.USAGE and "cannot write --junit" in r.stderr
+    assert r.code == EXIT_USAGE and "cannot write --junit" in r.stderr

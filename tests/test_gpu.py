@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from cudadoctor import exitcodes
+from cudadoctor.report import EXIT_OK, EXIT_PROBLEMS
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "real_gpu_report.json"
@@ -46,14 +46,14 @@ def test_check_full_on_a_real_gpu():
     smoke = report["facts"]["smoke"]
     assert {s["device"] for s in smoke["steps"]} == {"cpu", "cuda:0"}
     assert smoke["max_loss_difference"] < 1e-3 and smoke["amp_finite"] and smoke["checkpoint_ok"]
-    assert p.returncode in (exitcodes.OK, exitcodes.PROBLEMS)
+    assert p.returncode in (EXIT_OK, EXIT_PROBLEMS)
 
 
 @pytest.mark.gpu
 def test_gpus_on_a_real_gpu():
     p = cli("gpus", "--json")
     data = json.loads(p.stdout)
-    assert p.returncode == exitcodes.OK and data["gpus"]
+    assert p.returncode == EXIT_OK and data["gpus"]
     assert all(g["memory_total"] and g["uuid"].startswith("GPU-") for g in data["gpus"])
     pick = cli("gpus", "--pick", "1")
     assert pick.stdout.startswith("export CUDA_VISIBLE_DEVICES=GPU-")

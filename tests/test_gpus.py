@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from cudadoctor import exitcodes
+from cudadoctor.commands.gpus_pick import export_lines, pick, sort_devices
 from cudadoctor.facts import NvmlDevice
-from cudadoctor.selection import export_lines, pick, sort_devices
+from cudadoctor.report import EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from tests.conftest import ROOT
 
 GiB = 1 << 30
@@ -37,7 +37,7 @@ def machine(**kw) -> str:
 
 def test_table_sorted_by_free_shows_processes_and_lost_gpu(run_cli):
     r = run_cli("gpus", "--sort-by-free", machine=machine())
-    assert r.code == exitcodes.OK, r.stderr
+    assert r.code == EXIT_OK, r.stderr
     lines = r.stdout.splitlines()
     rows = [ln for ln in lines if ln[:1].isdigit() or ln.startswith("hidden")]
     # GPUs 2 and 3 are both empty: the tie keeps NVML order; the lost GPU sorts last
@@ -59,7 +59,7 @@ def test_reverse_and_other_keys(run_cli):
 
 def test_pick_by_uuid_default(run_cli):
     r = run_cli("gpus", "--pick", "2", machine=machine())
-    assert r.code == exitcodes.OK
+    assert r.code == EXIT_OK
     assert r.stdout.strip() == (
         "export CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000002,GPU-00000000-0000-0000-0000-000000000003"
     )
@@ -84,7 +84,7 @@ def test_pick_other_shells(run_cli, shell, expected):
 
 def test_pick_with_constraints_and_too_few(run_cli):
     r = run_cli("gpus", "--pick", "3", "--min-free", "79.5GiB", "--max-util", "50", machine=machine())
-    assert r.code == exitcodes.NOT_ENOUGH_GPUS
+    assert r.code == EXIT_NOT_ENOUGH_GPUS
     assert r.stdout == ""
     assert "only 2 of 5 GPUs qualify, 3 requested" in r.stderr
     assert "GPU 4: GPU_IS_LOST" in r.stderr and "GPU 0: too little free memory" in r.stderr
@@ -98,7 +98,7 @@ def test_mig_instances_are_listed_and_not_picked(run_cli):
     r = run_cli("gpus", machine=m)
     assert "MIG 0: MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" in r.stdout
     r = run_cli("gpus", "--pick", "1", machine=m)
-    assert r.code == exitcodes.NOT_ENOUGH_GPUS and "MIG mode" in r.stderr
+    assert r.code == EXIT_NOT_ENOUGH_GPUS and "MIG mode" in r.stderr
 
 
 def test_missing_v3_symbols_fall_back(run_cli):
@@ -117,7 +117,7 @@ def test_json_has_cuda_ordinals(run_cli):
 
 def test_no_driver_is_one_line_with_checks_code(run_cli):
     r = run_cli("gpus", machine="init_error 18\n")
-    assert r.code == exitcodes.PROBLEMS
+    assert r.code == EXIT_PROBLEMS
     assert r.stderr.strip().startswith("cudadoctor: CD103") and r.stderr.strip().count("\n") == 0
 
 
@@ -134,7 +134,7 @@ def test_no_driver_is_one_line_with_checks_code(run_cli):
 )
 def test_usage_errors(run_cli, args):
     r = run_cli("gpus", *args, machine=machine())
-    assert r.code == exitcodes.USAGE and "Traceback" not in r.stderr
+    assert r.code == EXIT_USAGE and "Traceback" not in r.stderr
 
 
 def test_watch_refreshes_and_ctrl_c_exits_cleanly(fake_libs, tmp_path):
@@ -156,18 +156,19 @@ def test_watch_refreshes_and_ctrl_c_exits_cleanly(fake_libs, tmp_path):
     assert "Traceback" not in err
 
 
-def test_gpus_never_imports_torch_nor_click(fake_libs, tmp_path):
-    """The launcher routes `gpus` past click: start-up time is this command's requirement."""
+def test_gpus_never_imports_torch_nor_the_check_machinery(fake_libs, tmp_path):
+    """Commands load lazily: `gpus` imports neither torch nor check's rules, renderers or rich."""
     path = tmp_path / "m.txt"
     path.write_text(machine())
     code = (
-        "import sys\nsys.argv = ['cudadoctor', 'gpus']\nfrom cudadoctor.launcher import main\n"
+        "import sys\nsys.argv = ['cudadoctor', 'gpus']\nfrom cudadoctor.__main__ import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('TORCH=%s CLICK=%s' % ('torch' in sys.modules, 'click' in sys.modules))"
+        "heavy = [m for m in ('torch', 'rich', 'cudadoctor.rules', 'cudadoctor.commands.check') if m in sys.modules]\n"
+        "sys.stderr.write('HEAVY=%s' % heavy)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_NVML_MACHINE": str(path), "LD_LIBRARY_PATH": str(fake_libs[0])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert "TORCH=False CLICK=False" in p.stderr
+    assert "HEAVY=[]" in p.stderr
     assert "NVIDIA H100" in p.stdout
 
 
@@ -176,8 +177,8 @@ def test_gpus_through_the_click_group_too(fake_libs, tmp_path, monkeypatch):
 
     from cudadoctor.cli import cli
 
-    assert CliRunner().invoke(cli, ["gpus", "--pick", "0"]).exit_code == exitcodes.USAGE
-    assert "usage: cudadoctor gpus" in CliRunner().invoke(cli, ["gpus", "--help"]).output
+    assert CliRunner().invoke(cli, ["gpus", "--pick", "0"]).exit_code == EXIT_USAGE
+    assert "Usage: cli gpus" in CliRunner().invoke(cli, ["gpus", "--help"]).output
 
 
 def d(i: int, free_gib: float, util: int | None = 0, **kw) -> NvmlDevice:
@@ -223,7 +224,7 @@ def test_process_names_and_vanished_processes(monkeypatch, platform):
     import psutil  # noqa: F401  (imported for real before the platform is pretended)
 
     from cudadoctor.backends import procinfo
-    from cudadoctor.facts_nvml import GpuProcess
+    from cudadoctor.facts.nvml import GpuProcess
 
     monkeypatch.setattr(procinfo.sys, "platform", platform)
     mine, gone = GpuProcess(pid=os.getpid(), used_memory=1), GpuProcess(pid=2**22 + 12345, used_memory=None)

@@ -7,11 +7,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cudadoctor import exitcodes
 from cudadoctor.backends import measure
 from cudadoctor.cli import cli
 from cudadoctor.facts import BandwidthFacts, SmokeFacts, SmokeStep, Transfer
 from cudadoctor.knowledge.pcie import link_gbps
+from cudadoctor.report import EXIT_PROBLEMS
 from cudadoctor.rules.measurements import evaluate
 from tests.facts_fixtures import gpu, healthy
 
@@ -46,8 +46,8 @@ def test_healthy_h100_bandwidth_is_information_only():
     facts.bandwidth = BandwidthFacts(transfers=copies(0, 55.4, 57.3, 26.0, 22.0))
     found = evaluate(facts)
     assert [f.code for f in found] == ["CD400"]
-    row = found[0].details[1]
-    assert row.split()[:5] == ["0", "55.4", "57.3", "26.0", "22.0"]
+    row = " ".join(found[0].tables[0].rows[0])
+    assert row.split()[:5] == ["cuda:0", "55.4", "57.3", "26.0", "22.0"]
     assert "88% of Gen5x16" in row
 
 
@@ -191,16 +191,13 @@ def test_bench_and_gate_on_this_machine():
     pytest.importorskip("torch")
     r = CliRunner().invoke(cli, ["bench", "--json"])
     data = json.loads(r.output)
-    assert {p["name"] for p in data["probes"] if p["status"] == "ok"} == {
-        "system",
-        "pci",
-        "driver",
-        "bandwidth",
-        "smoke",
-    }
+    # bench is check --full: every check runs, so it reaches check's verdict, plus the measurements
+    ran = {p["name"] for p in data["probes"] if p["status"] == "ok"}
+    assert {"system", "pci", "driver", "cuda_driver", "toolkit", "torch", "bandwidth", "smoke"} <= ran
+    assert data["command"] == "bench" and data["status"] == "problems"
     assert data["facts"]["smoke"]["steps"]
     r = CliRunner().invoke(cli, ["check", "--json", "--skip", "torch,smoke", "--min-h2d-gbps", "10"])
     data = json.loads(r.output)
-    assert r.exit_code == exitcodes.PROBLEMS
+    assert r.exit_code == EXIT_PROBLEMS
     assert data["facts"]["bandwidth"] is not None  # the requirement brought the measurement in
     assert "CD506" in [f["code"] for f in data["findings"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from cudadoctor.facts import DriverFacts, MigInstance, PciFacts
-from cudadoctor.model import Severity
+from cudadoctor.report import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda
 
@@ -125,7 +125,7 @@ def test_a100_mig_is_explained_with_instance_uuids():
     facts.system.env["CUDA_VISIBLE_DEVICES"] = "MIG-11111111-2222-3333-4444-555555555555"
     by, _ = run(facts)
     assert "CUDA sees 1 of 1 GPU" in by["CD300"].title
-    assert by["CD300"].details[1].split()[2].startswith("MIG-11111111")
+    assert by["CD300"].tables[0].rows[0][2].startswith("MIG-11111111")
 
 
 def test_windows_cpu_wheel_mentions_pypi_default():
@@ -242,7 +242,7 @@ def test_no_driver_with_cuda_torch_still_names_the_driver_first():
 def test_cuda_build_without_cudnn():
     dev = [gpu(0, "NVIDIA A10", "8.6")]
     facts = healthy(dev)
-    facts.torch = torch_cuda("2.13.0+cu126", "12.6", CU126, dev, cudnn_version=None)
+    facts.torch = torch_cuda("2.13.0+cu126", "12.6", CU126, dev, cudnn_version=None, cudnn_present=False)
     by, _ = run(facts)
     assert by["CD207"].title == "torch 2.13.0+cu126 finds no cuDNN"
     assert commands(by["CD207"])[0].endswith("--index-url https://download.pytorch.org/whl/cu126")

@@ -9,9 +9,9 @@ import venv
 import pytest
 from click.testing import CliRunner
 
-from cudadoctor import exitcodes
 from cudadoctor.backends.torchenv import check_interpreter, query_torch
 from cudadoctor.cli import cli
+from cudadoctor.report import EXIT_PROBLEMS, EXIT_USAGE
 
 torch = pytest.importorskip("torch")
 
@@ -49,14 +49,14 @@ def test_another_interpreter_without_torch(bare_venv):
     facts = query_torch(str(bare_venv), timeout=60)
     assert facts.installed is False and "torch" in (facts.import_error or "")
     r = CliRunner().invoke(cli, ["check", "--json", "--python", str(bare_venv)])
-    assert r.exit_code == exitcodes.PROBLEMS
+    assert r.exit_code == EXIT_PROBLEMS
     assert '"CD201"' in r.output and str(bare_venv) in r.output
 
 
 def test_bad_interpreter_paths(tmp_path):
     assert check_interpreter("/bin/sh") is not None
     r = CliRunner().invoke(cli, ["check", "--python", str(tmp_path / "nope")])
-    assert r.exit_code == exitcodes.USAGE and "no such file" in r.output
+    assert r.exit_code == EXIT_USAGE and "no such file" in r.output
 
 
 def test_hanging_torch_child_is_bounded(tmp_path):

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cudadoctor.facts import MigInstance, NvmlDevice
-from cudadoctor.visible_devices import parse
+from cudadoctor.knowledge.visibility import parse
 
 
 def dev(i: int, name: str = "NVIDIA A100-SXM4-80GB", cc: str = "8.0", total: int = 80) -> NvmlDevice:

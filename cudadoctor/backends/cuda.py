@@ -3,15 +3,15 @@ initialising CUDA in the doctor's own process would poison later forks."""
 
 from __future__ import annotations
 
-import json
 import sys
 
-from cudadoctor.backends.child import run_child
+from cudadoctor.backends.child import marked_json, run_child
 from cudadoctor.facts import CudaDriverFacts
 
 # Runs in a child interpreter with nothing but the standard library. Prints one JSON object.
 _CHILD = r"""
 import ctypes, json, os, sys
+MARK = "CUDADOCTOR_LIBCUDA "
 out = {"library_found": False, "candidates": []}
 if sys.platform == "win32":
     names = ["nvcuda.dll"]
@@ -41,7 +41,7 @@ if lib is not None:
     v = ctypes.c_int(0)
     if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
         out["driver_version"] = v.value
-    print(json.dumps(out), flush=True)  # what we know so far survives a hang in cuInit
+    print(MARK + json.dumps(out), flush=True)  # what we know so far survives a hang in cuInit
     rc = lib.cuInit(0)
     out["init_result"] = rc
     err = ctypes.c_char_p()
@@ -54,22 +54,16 @@ if lib is not None:
         n = ctypes.c_int(0)
         if lib.cuDeviceGetCount(ctypes.byref(n)) == 0:
             out["device_count"] = n.value
-print(json.dumps(out), flush=True)
+print(MARK + json.dumps(out), flush=True)
 """
 
 
 def query_libcuda(timeout: float, python: str | None = None) -> CudaDriverFacts:
     # -I -S: the child needs only ctypes and json; skipping site saves start-up time beside the torch child
     res = run_child([python or sys.executable, "-I", "-S", "-c", _CHILD], timeout=timeout)
-    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
-    data: dict = {}
-    if lines:
-        try:
-            data = json.loads(lines[-1])
-        except json.JSONDecodeError:
-            data = {}
+    data = marked_json(res, "CUDADOCTOR_LIBCUDA ") or {}
     facts = CudaDriverFacts(
-        library_found=bool(data.get("library_found")),
+        library_found=data.get("library_found") if isinstance(data.get("library_found"), bool) else None,
         library_path=data.get("library_path"),
         candidates=list(data.get("candidates", [])),
         load_error=data.get("load_error"),
@@ -81,6 +75,5 @@ def query_libcuda(timeout: float, python: str | None = None) -> CudaDriverFacts:
     if res.timed_out:
         facts.timed_out = True
     elif not res.ok:
-        tail = res.error or res.stderr.strip().splitlines()[-1:] or [f"exit code {res.returncode}"]
-        facts.child_error = tail if isinstance(tail, str) else tail[0]
+        facts.child_error = res.failure()
     return facts

@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cudadoctor.backends.child import run_child
+from cudadoctor.backends.child import marked_json, run_child
 from cudadoctor.facts import BandwidthFacts, SmokeFacts
-from cudadoctor.serial import FormatError, from_jsonable
+from cudadoctor.facts.codec import FormatError, from_jsonable
 
 CHILD = Path(__file__).with_name("measure_child.py")
 MARK = "CUDADOCTOR_MEASURE_FACTS "
@@ -48,18 +48,11 @@ class SharedMeasurement:
 
     def _run(self) -> dict[str, Any]:
         res = run_child([self.python, str(CHILD), json.dumps(self.config)], timeout=self.timeout)
-        lines = [ln[len(MARK) :] for ln in res.stdout.splitlines() if ln.startswith(MARK)]
-        data: dict[str, Any] = {}
-        if lines:
-            try:
-                data = json.loads(lines[-1])
-            except json.JSONDecodeError:
-                data = {}
+        data = marked_json(res, MARK) or {}
         if res.timed_out:
             data["timed_out"] = True
-        elif not lines:
-            tail = res.stderr.strip().splitlines()[-1:] if res.stderr.strip() else []
-            data["error"] = res.error or (tail[0] if tail else f"exit code {res.returncode}")
+        elif not res.ok:
+            data.setdefault("error", res.failure())
         return data
 
     def bandwidth(self) -> BandwidthFacts:

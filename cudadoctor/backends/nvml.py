@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cudadoctor.facts_nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
+from cudadoctor.facts.nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
 
 _LOCK = threading.Lock()
 

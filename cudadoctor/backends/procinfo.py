@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudadoctor.facts_nvml import GpuProcess
+from cudadoctor.facts.nvml import GpuProcess
 
 
 def _describe_from_proc(p: GpuProcess) -> None:

@@ -129,6 +129,7 @@ def main():
         try:
             v = torch.backends.cudnn.version()  # initialises CUDA; raises on an incompatible cuDNN
             out["cudnn_version"] = int(v) if v is not None else None
+            out["cudnn_present"] = v is not None
         except Exception as exc:
             out["cudnn_error"] = f"{type(exc).__name__}: {exc}"
         try:

@@ -8,6 +8,8 @@ in 12.0). See shared cuda-facts §3.
 
 from __future__ import annotations
 
+import re
+
 # (major, minor) -> (architecture, example products)
 ARCHITECTURES: dict[tuple[int, int], tuple[str, str]] = {
     (3, 0): ("Kepler", "GTX 680, K10"),
@@ -40,13 +42,11 @@ MIN_CC_FOR_CUDA_MAJOR: dict[int, tuple[int, int]] = {11: (3, 5), 12: (5, 0), 13:
 
 
 def parse_cc(text: str | None) -> tuple[int, int] | None:
-    if not text:
+    """ "8.6" -> (8, 6): the one compute-capability parser. ASCII digits only ("².0" is not 2.0)."""
+    if not isinstance(text, str):
         return None
-    try:
-        major, minor = text.split(".")
-        return int(major), int(minor)
-    except ValueError:
-        return None
+    m = re.fullmatch(r"\s*([0-9]{1,3})\.([0-9]{1,3})\s*", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def arch_name(cc: str | None) -> str:

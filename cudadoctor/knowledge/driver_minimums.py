@@ -67,7 +67,7 @@ def major_floor(major: int, windows: bool = False) -> str | None:
 
 def max_cuda_for_driver(driver_version: str, windows: bool = False) -> tuple[int, int] | None:
     """The newest toolkit whose full minimum this driver meets; used when NVML gave no CUDA version."""
-    from cudadoctor.versions import version_at_least
+    from cudadoctor.knowledge.versions import version_at_least
 
     best = None
     for (major, minor), (linux, win) in TOOLKIT_DRIVER_MINIMUM.items():

@@ -13,6 +13,7 @@ Sources (shared cuda-facts §4):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from cudadoctor.knowledge.architectures import parse_cc
@@ -125,6 +126,21 @@ def variants(release: str, machine: str | None = None) -> list[Variant]:
             arch = AARCH64[name]
         out.append(Variant(release, name, arch_list_to_flags(arch)))
     return out
+
+
+def official_arch_flags(version: str | None, machine: str | None = None) -> tuple[str, ...] | None:
+    """The arch list of an official wheel, from its version ("2.13.0+cu130"); None for any other build
+    (a source build says "2.13.0a0+git…") or a release/variant the tables do not know."""
+    if not version or "+" not in version:
+        return None
+    base, _, local = version.partition("+")
+    if not re.fullmatch(r"\d+\.\d+\.\d+", base) or not re.fullmatch(r"cu\d{3}", local):
+        return None
+    release = release_of(base)
+    for v in variants(release or "", machine):
+        if v.name == local:
+            return v.arch_flags
+    return None
 
 
 def newest_release() -> str:

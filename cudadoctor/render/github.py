@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.model import Severity
-from cudadoctor.report import Report
+from cudadoctor.report import Report, Severity
 
 
 def _data(text: str) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cudadoctor.facts_nvml import NvmlDevice
-from cudadoctor.units import format_size
-from cudadoctor.visible_devices import Visibility
+from cudadoctor.facts.nvml import NvmlDevice
+from cudadoctor.knowledge.units import format_size
+from cudadoctor.knowledge.visibility import Visibility
 
 
 def _gib(n: int | None) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from cudadoctor.model import Severity
-from cudadoctor.report import Report
+from cudadoctor.report import Report, Severity
 
 
-def render(report: Report, fail_on: Severity = Severity.ERROR) -> str:
+def render(report: Report) -> str:
+    fail_on = Severity(report.fail_on)
     suite = ET.Element("testsuite", name="cudadoctor", timestamp=report.created)
     failures = errors = skipped = 0
     for o in report.probes:

@@ -10,17 +10,37 @@ from cudadoctor.rules.catalogue import SECTIONS
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}
 
 
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(table: dict) -> list[str]:
+    cols = [c.rstrip(">") for c in table["columns"]]
+    align = ["---:" if c.endswith(">") else "---" for c in table["columns"]]
+    rows = [f"  | {' | '.join(_cell(x) for x in row)} |" for row in table["rows"]]
+    return [f"  | {' | '.join(cols)} |", f"  |{'|'.join(align)}|", *rows]
+
+
 def render(data: dict) -> str:
     """Markdown from report data (render.redact.report_data, redacted or not)."""
     lines = [
         f"## cudadoctor {data['version']} report",
         "",
         f"**Verdict:** {data['verdict']}",
+        *(
+            [
+                "",
+                f"_Replay of a report saved {data['source'].get('created') or ''} on "
+                f"{data['source'].get('host') or 'another machine'}_",
+            ]
+            if data.get("source")
+            else []
+        ),
         "",
         f"Exit code {data['exit_code']} · schema {data['schema_version']} · {data['created']}",
         "",
     ]
-    system = data["facts"].get("system")
+    system = data["facts"].get("system") if isinstance(data["facts"], dict) else None
     if system:
         lines += [
             "| | |",
@@ -37,8 +57,8 @@ def render(data: dict) -> str:
         lines += [f"### {section}", ""]
         for f in found:
             lines.append(f"- {_ICON[f['severity']]} **{f['code']}** {f['title']}")
-            if f["details"]:
-                lines += ["", "  ```", *[f"  {d}" for d in f["details"]], "  ```", ""]
+            for table in f.get("tables") or []:
+                lines += ["", *_table(table), ""]
             if f["severity"] != "ok" and f["why"]:
                 lines.append(f"  - {f['why']}")
             for rem in f["fix"]:

@@ -1,34 +1,54 @@
-"""Redaction for reports that leave the machine: host and user names, GPU and MIG UUIDs."""
+"""Redaction for reports that leave the machine (--redact): host names (full and short), user names and
+GPU/MIG UUIDs (prefixed, shortened or bare). Fix commands are rewritten only where a user name is a path
+segment (/home/alice/…): a bare word in a command may be a package name (a user called `torch`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-# whole UUIDs, and the shortened ones tables show (GPU-1a2b3c4d-)
+# GPU-/MIG- UUIDs whole or shortened (tables show GPU-1a2b3c4d), and bare 8-4-4-4-12 UUIDs (torch's)
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{4}[0-9a-fA-F-]*")
+_BARE_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+
+
+def make_scrub(hostname: str | None, user: str | None) -> Callable[[str, bool], str]:
+    names = []
+    if hostname:
+        names.append(hostname)
+        short = hostname.split(".")[0]
+        if short != hostname:
+            names.append(short)
+    host_re = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w-])") if names else None
+    user_path = re.compile(rf"(?<=/home/){re.escape(user)}\b|(?<=/Users/){re.escape(user)}\b") if user else None
+    user_word = re.compile(rf"(?<![\w./-]){re.escape(user)}(?![\w-])") if user and user != "root" else None
+
+    def scrub(text: str, command: bool = False) -> str:
+        text = _UUID.sub(lambda m: f"{m.group(1)}-<redacted>", text)
+        text = _BARE_UUID.sub("<uuid>", text)
+        if host_re is not None and not command:
+            text = host_re.sub("<host>", text)
+        if user_path is not None:
+            text = user_path.sub("<user>", text)
+        if user_word is not None and not command:
+            text = user_word.sub("<user>", text)
+        return text
+
+    return scrub
 
 
 def redact(data: Any, hostname: str | None, user: str | None) -> Any:
     """A copy of JSON-ready data with identifying strings replaced; structure and numbers kept."""
+    scrub = make_scrub(hostname, user)
 
-    def scrub(text: str) -> str:
-        text = _UUID.sub(lambda m: f"{m.group(1)}-<redacted>", text)
-        if hostname and len(hostname) > 1:
-            text = re.sub(rf"\b{re.escape(hostname)}\b", "<host>", text)
-        if user and len(user) > 1:
-            text = re.sub(rf"(?<=/home/){re.escape(user)}\b", "<user>", text)
-            text = re.sub(rf"(?<=/Users/){re.escape(user)}\b", "<user>", text)
-            text = re.sub(rf"\b{re.escape(user)}\b", "<user>", text) if user != "root" else text
-        return text
-
-    def walk(v: Any) -> Any:
+    def walk(v: Any, command: bool = False) -> Any:
         if isinstance(v, str):
-            return scrub(v)
+            return scrub(v, command)
         if isinstance(v, list):
-            return [walk(x) for x in v]
+            return [walk(x, command) for x in v]
         if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
+            return {k: walk(x, command or k == "commands") for k, x in v.items()}
         return v
 
     out = walk(data)
@@ -40,12 +60,23 @@ def redact(data: Any, hostname: str | None, user: str | None) -> Any:
     return out
 
 
+def _identity(report: Any) -> tuple[str | None, str | None]:
+    s = getattr(report.facts, "system", None)
+    return (s.hostname, s.user) if s is not None else (None, None)
+
+
+def scrubber(report: Any, redact_ids: bool) -> Callable[[str, bool], str]:
+    """What the text renderer passes every line through: identity when not redacting."""
+    if not redact_ids:
+        return lambda text, command=False: text
+    return make_scrub(*_identity(report))
+
+
 def report_data(report: Any, redact_ids: bool) -> Any:
     """The report as JSON-ready data, redacted when asked: what both JSON and Markdown render."""
-    from cudadoctor.serial import to_jsonable
+    from cudadoctor.facts.codec import to_jsonable
 
     data = to_jsonable(report)
     if not redact_ids:
         return data
-    s = report.facts.system
-    return redact(data, s.hostname if s else None, s.user if s else None)
+    return redact(data, *_identity(report))

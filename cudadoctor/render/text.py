@@ -1,83 +1,134 @@
 """The terminal report: verdict first, then each section's findings with why and the fix.
 
 rich drops colour when stdout is not a terminal or NO_COLOR is set, so piped output is plain text.
+Lines wrap to the terminal (80 columns when unknown) with a hanging indent; widths are display widths
+(CJK characters take two columns); marks fall back to ASCII where the output encoding lacks them.
 """
 
 from __future__ import annotations
 
-import textwrap
-from typing import IO
+import sys
+from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
 
-from cudadoctor import exitcodes
-from cudadoctor.model import Finding, Severity
-from cudadoctor.report import Report
-from cudadoctor.rules.catalogue import SECTIONS
+from cudadoctor.render.layout import display_width, table_lines, wrap
+from cudadoctor.report import Finding, Report, Severity, Status
 
 MARKS = {
-    Severity.ERROR: ("✗", "bold red"),
-    Severity.WARNING: ("!", "bold yellow"),
-    Severity.INFO: ("i", "cyan"),
-    Severity.OK: ("✓", "green"),
+    Severity.ERROR: ("✗", "x", "bold red"),
+    Severity.WARNING: ("!", "!", "bold yellow"),
+    Severity.INFO: ("i", "i", "cyan"),
+    Severity.OK: ("✓", "+", "green"),
 }
+DEFAULT_WIDTH = 80
+
+
+def can_encode(text: str, stream: IO[str] | None = None) -> bool:
+    encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def make_console(file: IO[str] | None = None) -> Console:
     return Console(file=file, highlight=False, soft_wrap=True, emoji=False)
 
 
-def _header(report: Report) -> str:
-    s = report.facts.system
-    where = []
+def _width(console: Console) -> int:
+    if console.is_terminal and console.width:
+        return max(60, min(console.width, 110))
+    return DEFAULT_WIDTH
+
+
+def _header(report: Report, redact: bool) -> str:
+    s = getattr(report.facts, "system", None)
+    where: list[str] = []
     if s is not None:
-        where = [x for x in (s.hostname, s.os_release or s.os, f"Python {s.python_version}") if x]
+        host = "<host>" if redact and s.hostname else s.hostname
+        where = [x for x in (host, s.os_release or s.os, f"Python {s.python_version}" if s.python_version else "") if x]
     return f"cudadoctor {report.version}" + (f" — {', '.join(where)}" if where else "")
 
 
-def _finding(console: Console, f: Finding, width: int) -> None:
-    mark, style = MARKS[f.severity]
-    line = Text("  ")
-    line.append(f"{mark} {f.code}", style=style)
-    line.append(f" {f.title}")
-    console.print(line)
-    for detail in f.details:
-        console.print(Text("        " + detail))
+class _Writer:
+    def __init__(self, console: Console, width: int, ascii_only: bool, scrub: Any) -> None:
+        self.console, self.width, self.ascii_only, self.scrub = console, width, ascii_only, scrub
+
+    def line(self, text: str, style: str | None = None, command: bool = False) -> None:
+        text = self.scrub(text, command)
+        if self.ascii_only and not can_encode(text, self.console.file):
+            text = text.encode("ascii", errors="replace").decode("ascii")
+        self.console.print(Text(text, style=style or ""))
+
+    def para(self, text: str, indent: int, style: str | None = None, hang: int = 0) -> None:
+        for ln in wrap(self.scrub(text, False), self.width - indent, hang):
+            self.line(" " * indent + ln, style)
+
+
+def _finding(w: _Writer, f: Finding) -> None:
+    glyph, ascii_glyph, style = MARKS[f.severity]
+    mark = ascii_glyph if w.ascii_only else glyph
+    head = f"{mark} {f.code} "
+    lines = wrap(w.scrub(f.title, False), w.width - 2 - display_width(head), hang=0)
+    title = lines[0] if lines else ""
+    if w.ascii_only:
+        title = title.encode("ascii", errors="replace").decode("ascii")
+    first = Text("  ")
+    first.append(head, style=style)
+    first.append(title)
+    w.console.print(first)
+    for ln in lines[1:]:
+        w.line(" " * (2 + display_width(head)) + ln)
+    for table in f.tables:
+        for ln in table_lines(table, w.width - 8):
+            w.line("        " + ln)
     if f.severity is Severity.OK:
         return
     if f.why:
-        for ln in textwrap.wrap(f.why, width=max(40, width - 6)):
-            console.print(Text("      " + ln, style="dim"))
+        w.para(f.why, 6, "dim")
     for rem in f.fix:
-        console.print(Text(f"      Fix — {rem.when}:", style="bold"))
+        w.para(f"Fix — {rem.when}:", 6, "bold", hang=2)
         for cmd in rem.commands:
-            console.print(Text(f"          {cmd}"))
+            w.line(f"          {cmd}", command=True)  # commands are never wrapped: they must paste as they are
 
 
-def render(report: Report, console: Console, verbose: bool = False) -> None:
-    width = min(console.width or 100, 110)
-    console.print(Text(_header(report), style="bold"))
-    console.print()
-    worst = max((f.severity for f in report.findings), key=lambda s: s.rank, default=Severity.OK)
-    if report.exit_code == exitcodes.INCOMPLETE and worst is not Severity.ERROR:
-        worst = Severity.WARNING  # an incomplete report is never shown as healthy
-    _, style = MARKS[worst]
-    console.print(Text(report.verdict, style=style))
+def render(report: Report, console: Console, verbose: bool = False, redact: bool = False) -> None:
+    from cudadoctor.render.redact import scrubber
+    from cudadoctor.rules.catalogue import SECTIONS
+
+    ascii_only = not can_encode("✓✗—…", console.file)
+    w = _Writer(console, _width(console), ascii_only, scrubber(report, redact))
+    w.line(_header(report, redact), "bold")
+    if report.source is not None:
+        src = report.source
+        made = ", ".join(x for x in (f"host {src.host}" if src.host else "", src.created or "") if x)
+        w.para(
+            f"Replay of {src.path}" + (f" ({made})" if made else "") + ": the rules of this cudadoctor on "
+            "facts saved then, not this machine now",
+            0,
+            "bold",
+        )
+    w.line("")
+    w.para(report.verdict, 0, MARKS[report.status.severity][2], hang=2)
     for section in SECTIONS:
         found = [f for f in report.findings if f.section == section]
         if not found:
             continue
-        console.print()
-        console.print(Text(section, style="bold underline"))
+        w.line("")
+        w.line(section, "bold underline")
         for f in found:
-            _finding(console, f, width)
+            _finding(w, f)
     if verbose:
-        console.print()
-        console.print(Text("Probes", style="bold underline"))
+        w.line("")
+        w.line("Probes", "bold underline")
         for o in report.probes:
-            console.print(Text(f"  {o.name:<12} {o.status:<8} {o.seconds:.3f} s  {o.error or ''}".rstrip()))
+            w.line(f"  {o.name:<12} {o.status:<8} {o.seconds:.3f} s  {o.error or ''}".rstrip())
             if o.traceback:
-                console.print(Text(textwrap.indent(o.traceback.rstrip(), "      "), style="dim"))
-    console.print()
-    console.print(Text(f"Explain a code: cudadoctor explain CODE    Exit code: {report.exit_code}", style="dim"))
+                for ln in o.traceback.rstrip().splitlines():
+                    w.line("      " + ln, "dim")
+    w.line("")
+    tail = "Explain a code: cudadoctor explain CODE    Exit code: "
+    w.line(f"{tail}{report.exit_code}" + ("" if report.status is not Status.INCOMPLETE else " (incomplete)"), "dim")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cudadoctor.config import Requirements
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, ProbeOutcome
+from cudadoctor.report import Finding, ProbeOutcome
 from cudadoctor.rules import (
     cuda_driver,
     doctor,
@@ -17,6 +16,7 @@ from cudadoctor.rules import (
     visible,
 )
 from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
+from cudadoctor.rules.requirements import Requirements
 
 _FACT_RULES = (
     driver.evaluate,

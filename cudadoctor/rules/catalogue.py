@@ -5,17 +5,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cudadoctor.model import Finding, Remediation, Severity
+from cudadoctor.report import Finding, Fix, Severity, Table
 
+# Report order. Code ranges: CD0xx doctor, CD1xx driver/libcuda/toolkit/system (CD112-119, CD126-129,
+# CD143-199 below torch: WSL, kernel module, containers, GPU health), CD2xx torch and its libraries,
+# CD3xx visible devices, CD4xx measurements, CD5xx requirements, CD6xx checkpoints, CD7xx training
+# (watch), CD8xx fleet, CD9xx paste triage.
 SECTIONS = (
     "Doctor",
     "Driver",
+    "GPU health",
     "CUDA driver library",
     "Toolkit",
     "PyTorch",
+    "CUDA libraries",
     "Visible devices",
     "Measurements",
+    "Multi-GPU",
     "Requirements",
+    "Checkpoint",
+    "Training",
+    "Fleet",
+    "Paste",
     "System",
 )
 
@@ -28,6 +39,7 @@ class Entry:
     section: str
     summary: str  # the catalogue's one-line title
     explanation: str  # the page: what it means and why it matters
+    fixes: tuple[Fix, ...] = ()  # the usual fixes, for `explain` and the docs (findings give this machine's)
 
     @property
     def docs(self) -> str:
@@ -37,9 +49,10 @@ class Entry:
         self,
         title: str | None = None,
         why: str | None = None,
-        fix: Iterable[Remediation] = (),
+        fix: Iterable[Fix] = (),
         severity: Severity | None = None,
-        details: Iterable[str] = (),
+        tables: Iterable[Table] = (),
+        cause: str | None = None,
     ) -> Finding:
         return Finding(
             code=self.code,
@@ -49,22 +62,25 @@ class Entry:
             why=why if why is not None else self.explanation,
             fix=list(fix),
             docs=self.docs,
-            details=list(details),
+            tables=list(tables),
+            cause=cause,
         )
 
 
 CATALOGUE: dict[str, Entry] = {}
 
 
-def entry(code: str, name: str, severity: Severity, section: str, summary: str, explanation: str) -> Entry:
+def entry(
+    code: str, name: str, severity: Severity, section: str, summary: str, explanation: str, fixes: Iterable[Fix] = ()
+) -> Entry:
     if code in CATALOGUE:
         raise ValueError(f"duplicate finding code {code}")
     if section not in SECTIONS:
         raise ValueError(f"{code}: unknown section {section!r}")
-    e = Entry(code, name, severity, section, summary, " ".join(explanation.split()))
+    e = Entry(code, name, severity, section, summary, " ".join(explanation.split()), tuple(fixes))
     CATALOGUE[code] = e
     return e
 
 
-def fix(when: str, *commands: str) -> Remediation:
-    return Remediation(when=when, commands=list(commands))
+def fix(when: str, *commands: str) -> Fix:
+    return Fix(when=when, commands=list(commands))

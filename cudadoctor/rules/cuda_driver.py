@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
-from cudadoctor.model import Finding, Severity
+from cudadoctor.knowledge.versions import cuda_int_to_str
+from cudadoctor.report import Finding, Severity
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.driver import CONTAINER_FIX
-from cudadoctor.versions import cuda_int_to_str
 
 LIBCUDA_OK = entry(
     "CD120",
@@ -83,9 +83,17 @@ def evaluate(f: Facts) -> list[Finding]:
                 ]
             )
         ]
+    if c.library_found is None:  # the child died before it could say
+        if not c.child_error:
+            return []
+        return [
+            CUINIT_FAILED.finding(
+                title=f"The libcuda check failed before loading it: {c.child_error}", severity=Severity.INFO
+            )
+        ]
     if not c.library_found:
         if nvml_ok:
-            in_container = f.system is not None and f.system.in_container
+            in_container = f.system is not None and f.system.in_container is True
             fixes = (
                 [
                     fix(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from cudadoctor.facts import DriverFacts, Facts, SystemFacts
 from cudadoctor.knowledge.driver_install import install_commands
-from cudadoctor.model import Finding, Remediation, Severity
+from cudadoctor.knowledge.versions import cuda_int_to_str
+from cudadoctor.report import Finding, Fix, Severity
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.versions import cuda_int_to_str
 
 DRIVER_OK = entry(
     "CD100",
@@ -146,7 +146,21 @@ WSL_FIX = [
 ]
 
 
-def _driver_install(system: SystemFacts | None) -> list[Remediation]:
+def gpu_presence(f: Facts) -> bool | None:
+    """Does this machine have an NVIDIA GPU a driver could use? True/False when a probe answered,
+    None when nothing that ran can tell (a timed-out driver probe is not "no GPU")."""
+    d, pci = f.driver, f.pci
+    if d is not None and d.init_status == "ok" and d.device_count is not None:
+        if d.device_count > 0:
+            return True
+    if pci is not None and pci.scanned:
+        return bool(pci.nvidia_gpus)
+    if d is not None and d.init_status == "ok" and d.device_count == 0:
+        return False
+    return None
+
+
+def _driver_install(system: SystemFacts | None) -> list[Fix]:
     if system is not None and system.os == "Windows":
         return [
             fix(
@@ -246,7 +260,7 @@ def evaluate(f: Facts) -> list[Finding]:
     ]
 
 
-def _gpu_lost_fix(index: int | None) -> list[Remediation]:
+def _gpu_lost_fix(index: int | None) -> list[Fix]:
     target = f" -i {index}" if index is not None else ""
     return [
         fix("Read the Xid error that caused it", "sudo dmesg -T | grep -i xid | tail -5"),
@@ -261,7 +275,14 @@ def _gpu_lost_fix(index: int | None) -> list[Remediation]:
 def _healthy_driver(d: DriverFacts) -> list[Finding]:
     out: list[Finding] = []
     cuda = cuda_int_to_str(d.cuda_driver_version)
-    if not d.device_count:
+    if d.device_count is None:
+        out.append(
+            DRIVER_OK.finding(
+                title=f"NVIDIA driver {d.driver_version or '(version unknown)'} loaded; NVML did not say how many GPUs",
+                severity=Severity.INFO,
+            )
+        )
+    elif d.device_count == 0:
         out.append(
             NO_DEVICES.finding(
                 fix=[
@@ -309,7 +330,7 @@ def _library_not_found(f: Facts) -> Finding:
                 )
             ]
         )
-    if s is not None and s.wsl:
+    if s is not None and s.wsl is True:
         return NO_DRIVER.finding(
             title="WSL2 without the NVIDIA driver: /usr/lib/wsl/lib has no libnvidia-ml.so.1",
             why="Under WSL2 the GPU driver is the Windows one; WSL maps its libraries into "
@@ -326,7 +347,7 @@ def _library_not_found(f: Facts) -> Finding:
                 fix("Load checkpoints saved on a GPU", "torch.load(path, map_location='cpu')"),
             ]
         )
-    if s is not None and s.in_container:
+    if s is not None and s.in_container is True:
         return NO_DRIVER.finding(
             title="No NVIDIA driver inside this container (libnvidia-ml.so.1 not found)",
             why="Containers get the driver from the host through the NVIDIA Container Toolkit; this "

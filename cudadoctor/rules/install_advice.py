@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
-from cudadoctor.versions import parse_version, version_at_least
+from cudadoctor.knowledge.versions import parse_version, version_at_least
 
 
 @dataclass
@@ -62,7 +62,6 @@ def gpu_capabilities(f: Facts) -> list[tuple[str, str]]:
 class Advice:
     variant: wheels.Variant | None
     version: str | None  # the torch version to install
-    compatibility: str | None = None  # "full" or "minor"
     commands: list[str] = field(default_factory=list)
     note: str = ""  # why this one, or why none fits
     driver_upgrade: str | None = None  # "580.65.06" when a newer driver would allow a newer variant
@@ -139,7 +138,6 @@ def advise(f: Facts) -> Advice:
             return Advice(
                 v,
                 version,
-                compat,
                 install_commands(version, v, f),
                 note=f"torch {version} {v.name}: {why}",
                 driver_upgrade=upgrade if rel != release else None,

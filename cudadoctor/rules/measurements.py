@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from cudadoctor.facts import BandwidthFacts, Facts, SmokeFacts, Transfer
-from cudadoctor.facts_nvml import NvmlDevice
+from cudadoctor.facts.nvml import NvmlDevice
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.model import Finding, Remediation, Severity
+from cudadoctor.report import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.visible_devices import parse
 
 BANDWIDTH = entry(
     "CD400",
@@ -153,11 +152,10 @@ def _median(b: BandwidthFacts, device: int, direction: str, memory: str) -> Tran
 
 def _nvml_for(f: Facts) -> dict[int, NvmlDevice]:
     """CUDA ordinal -> NVML device, under this run's CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER."""
-    if f.driver is None or f.driver.init_status != "ok":
-        return {}
-    env = f.system.env if f.system else {}
-    vis = parse(env.get("CUDA_VISIBLE_DEVICES"), f.driver.devices, env.get("CUDA_DEVICE_ORDER"))
-    return {s.ordinal: s.device for s in vis.selected}
+    from cudadoctor.rules.visible import visibility
+
+    vis = visibility(f)
+    return {s.ordinal: s.device for s in vis.selected} if vis is not None else {}
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -197,7 +195,7 @@ def _bandwidth(f: Facts, b: BandwidthFacts) -> list[Finding]:
         return [MEASURE_SKIPPED.finding(title=f"Bandwidth skipped: {b.skipped}")]
     out: list[Finding] = []
     nvml = _nvml_for(f)
-    rows = [f"{'cuda':<5} {'h2d pinned':>11} {'d2h pinned':>11} {'h2d pageable':>13} {'d2h pageable':>13}  link"]
+    rows: list[list[str]] = []
     for dev in sorted({t.device for t in b.transfers}):
         failed = [t for t in b.transfers if t.device == dev and t.error]
         if failed:
@@ -212,8 +210,14 @@ def _bandwidth(f: Facts, b: BandwidthFacts) -> list[Finding]:
         h2d = g[("h2d", "pinned")]
         share = f" ({100 * h2d / top:.0f}% of Gen{nd.pcie_gen_max}x{nd.pcie_width_max})" if h2d and top and nd else ""
         rows.append(
-            f"{dev:<5} {_gb(h2d):>11} {_gb(g[('d2h', 'pinned')]):>11} {_gb(g[('h2d', 'pageable')]):>13} "
-            f"{_gb(g[('d2h', 'pageable')]):>13}  {link_text}{share}"
+            [
+                f"cuda:{dev}",
+                _gb(h2d),
+                _gb(g[("d2h", "pinned")]),
+                _gb(g[("h2d", "pageable")]),
+                _gb(g[("d2h", "pageable")]),
+                f"{link_text}{share}",
+            ]
         )
         page = g[("h2d", "pageable")]
         if h2d and page and h2d < 1.2 * page:
@@ -239,7 +243,9 @@ def _bandwidth(f: Facts, b: BandwidthFacts) -> list[Finding]:
     out.insert(
         0,
         BANDWIDTH.finding(
-            title=f"Copy bandwidth, GB/s (median of timed {size >> 20} MiB copies)", details=rows, fix=[LOADER_ADVICE]
+            title=f"Copy bandwidth, GB/s (median of timed {size >> 20} MiB copies)",
+            tables=[Table(["cuda", "h2d pinned>", "d2h pinned>", "h2d pageable>", "d2h pageable>", "link"], rows)],
+            fix=[LOADER_ADVICE],
         ),
     )
     return out
@@ -309,22 +315,21 @@ def _smoke(s: SmokeFacts) -> list[Finding]:
     if s.gpu_skipped:
         out.append(MEASURE_SKIPPED.finding(title=f"Smoke test ran on the CPU only; GPU half skipped: {s.gpu_skipped}"))
     if not any(x.severity is Severity.ERROR for x in out):
-        out.insert(0, SMOKE_OK.finding(title=_smoke_summary(s), details=_smoke_rows(s)))
+        out.insert(0, SMOKE_OK.finding(title=_smoke_summary(s), tables=[_smoke_table(s)]))
     return out
 
 
-def _gpu_health_fix() -> Remediation:
+def _gpu_health_fix() -> Fix:
     return fix("Check the GPU's health", "nvidia-smi -q -d ECC", "dcgmi diag -r 2")
 
 
-def _smoke_rows(s: SmokeFacts) -> list[str]:
-    rows = [f"{'model':<6} {'device':<7} {'steps/s':>9}  loss first -> last"]
-    for st in s.steps:
-        if st.losses:
-            rows.append(
-                f"{st.model:<6} {st.device:<7} {st.steps_per_s or 0:>9.1f}  {st.losses[0]:.4f} -> {st.losses[-1]:.4f}"
-            )
-    return rows
+def _smoke_table(s: SmokeFacts) -> Table:
+    rows = [
+        [st.model, st.device, f"{st.steps_per_s or 0:.1f}", f"{st.losses[0]:.4f} -> {st.losses[-1]:.4f}"]
+        for st in s.steps
+        if st.losses
+    ]
+    return Table(["model", "device", "steps/s>", "loss first -> last"], rows)
 
 
 def _smoke_summary(s: SmokeFacts) -> str:

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-from cudadoctor.config import Requirements
+from dataclasses import dataclass, fields
+
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import parse_cc
-from cudadoctor.model import Finding, Severity
+from cudadoctor.knowledge.units import format_size
+from cudadoctor.report import Finding, Severity
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.units import format_size
-from cudadoctor.visible_devices import parse
+
+
+@dataclass
+class Requirements:
+    """What the gate asks of a machine (options and config files: commands/config.py)."""
+
+    require_gpus: int | None = None
+    min_free_memory: int | None = None  # bytes, per GPU
+    min_compute_capability: str | None = None  # "8.0"
+    expect_torch_cuda: str | None = None  # "12.8"
+    require_cudnn: bool = False
+    min_h2d_gbps: float | None = None
+    fail_on: str = "error"  # error | warning
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, f.name) not in (None, False) for f in fields(self) if f.name != "fail_on")
+
 
 MET = entry(
     "CD500",
@@ -97,10 +115,11 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
                 fix=[fix("See why", "cudadoctor check")],
             )
         ]
-    env = f.system.env if f.system else {}
-    visible = [
-        s.device for s in parse(env.get("CUDA_VISIBLE_DEVICES"), driver.devices, env.get("CUDA_DEVICE_ORDER")).selected
-    ]
+    from cudadoctor.rules.visible import visibility
+
+    vis = visibility(f)
+    # the environment unknown: every GPU the driver has may be visible (knowing less adds no failure)
+    visible = [s.device for s in vis.selected] if vis is not None else [d for d in driver.devices if d.error is None]
     out: list[Finding] = []
     qualified = []
     min_cc = parse_cc(req.min_compute_capability)

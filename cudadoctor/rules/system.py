@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, Severity
+from cudadoctor.knowledge.units import format_size
+from cudadoctor.report import Finding, Severity
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.units import format_size
 
 SMALL_SHM = entry(
     "CD140",
@@ -63,8 +63,8 @@ def evaluate(f: Facts) -> list[Finding]:
                 ],
             )
         )
-    if s.wsl:
+    if s.wsl is True:
         out.append(WSL.finding())
-    if s.in_container:
+    if s.in_container is True:
         out.append(CONTAINER.finding(title=f"Running in a container ({', '.join(s.container_hints)})"))
     return out

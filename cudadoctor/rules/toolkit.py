@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, Severity
+from cudadoctor.report import Finding, Severity
 from cudadoctor.rules.catalogue import entry
 
 TOOLKIT_WITHOUT_DRIVER = entry(
@@ -55,9 +55,12 @@ def evaluate(f: Facts) -> list[Finding]:
         return []
     if not (t.nvcc_path or t.installs or t.libcudart):
         return [NO_TOOLKIT.finding()]
-    no_driver = (f.driver is not None and f.driver.init_status != "ok") or (
-        f.cuda_driver is not None and not f.cuda_driver.library_found
-    )
+    # Only a driver known to be absent makes the toolkit "not a driver"; NVML working with libcuda missing
+    # is CD121's story (the driver is there), and an unknown driver says nothing.
+    if f.driver is not None and f.driver.init_status != "BINDING_MISSING":
+        no_driver = f.driver.init_status in ("LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED")
+    else:
+        no_driver = f.cuda_driver is not None and f.cuda_driver.library_found is False
     described = _describe(f)
     if no_driver:
         return [

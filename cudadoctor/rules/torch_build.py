@@ -8,10 +8,11 @@ from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
-from cudadoctor.model import Finding, Remediation, Severity
+from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
+from cudadoctor.report import Finding, Fix, Severity
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.driver import gpu_presence
 from cudadoctor.rules.install_advice import Advice, advise, driver_view, gpu_capabilities
-from cudadoctor.versions import cudnn_int_to_str, parse_version
 
 TORCH_OK = entry(
     "CD200",
@@ -186,10 +187,11 @@ PYPI_WINDOWS_NOTE = "On Windows, `pip install torch` from PyPI installs a CPU-on
 
 
 def _gpus_present(f: Facts) -> bool:
+    """NVML itself reports GPUs (the strongest evidence a CUDA build is wanted here)."""
     return bool(f.driver and f.driver.init_status == "ok" and f.driver.device_count)
 
 
-def _advice_fix(advice: Advice, label: str) -> list[Remediation]:
+def _advice_fix(advice: Advice, label: str) -> list[Fix]:
     out = []
     if advice.commands:
         out.append(fix(f"{label} ({advice.note})", *advice.commands))
@@ -236,7 +238,11 @@ def evaluate(f: Facts) -> list[Finding]:
                 ],
             )
         ]
-    if not t.installed:
+    if t.installed is None:
+        # the child never said whether torch imports: its own failure, never "not installed"
+        if t.child_error or t.version is None:
+            return [TORCH_PROBE_FAILED.finding(title=f"The torch check did not finish: {t.child_error or 'no answer'}")]
+    if t.installed is False:
         advice = advise(f) if _gpus_present(f) else None
         cmds = (
             advice.commands
@@ -265,15 +271,15 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         )
         return out
-    if not t.cuda_built:
+    if t.cuda_built is False:
         out += _cpu_build(f, t)
-    else:
+    elif t.cuda_built is True:
         out += _cuda_build(f, t)
     out += _cudnn(f, t)
     if t.cuda_built and t.is_available and not t.kernel_error and not any(x.severity is Severity.ERROR for x in out):
         out.insert(0, _torch_ok(t))
     out += _nvcc(f, t)
-    no_gpu_at_all = f.pci is not None and f.pci.scanned and not f.pci.nvidia_gpus and not _gpus_present(f)
+    no_gpu_at_all = gpu_presence(f) is False
     mps = f.system is not None and f.system.os == "Darwin" and t.mps_available
     # with no GPU at all, CD108 already gives the same code advice
     if t.is_available is not True and not mps and not no_gpu_at_all:
@@ -308,6 +314,14 @@ def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
         return [
             CPU_NO_GPU.finding(
                 title=f"torch {t.version} on macOS: MPS {'available' if t.mps_available else 'not available'}"
+            )
+        ]
+    if gpu_presence(f) is None:
+        return [
+            CPU_NO_GPU.finding(
+                title=f"torch {t.version} is a CPU-only build; whether this machine has an NVIDIA GPU is unknown",
+                why="The driver and PCI checks did not run or did not finish, so the doctor cannot tell whether "
+                "a CUDA build would help here.",
             )
         ]
     return [CPU_NO_GPU.finding(title=f"torch {t.version} is a CPU-only build, and there is no NVIDIA GPU to use")]
@@ -368,15 +382,18 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
 
 def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
-    if not t.arch_flags:
-        return out
     machine = f.system.machine if f.system else None
+    flags = t.arch_flags
+    if flags is None:  # unknown: an official wheel's list is in the tables (a self-built torch's is not)
+        flags = wheels.official_arch_flags(t.version, machine)
+    if not flags:
+        return out
     release = wheels.release_of(t.version)
     if release not in wheels.RELEASES:
         release = wheels.newest_release()
     here = parse_version(release)
     for name, cc in gpu_capabilities(f):
-        how = wheels.coverage(t.arch_flags, cc)
+        how = wheels.coverage(flags, cc)
         if how in ("sm", None):
             continue
         label = f"{name} (compute capability {cc}, {arch_name(cc)})"
@@ -394,7 +411,9 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
             where = f"No torch {release} build has kernels for it; torch {min(newer, key=parse_version)} and newer do."
         else:
             where = ""
-        targets = f"This build targets: {' '.join(t.arch_flags)}."
+        targets = f"This build targets: {' '.join(flags)}" + (
+            "." if t.arch_flags is not None else " (its wheel's list)."
+        )
         fixes = _advice_fix(advise(f), "Install a build compiled for this GPU")
         if how == "ptx":
             out.append(
@@ -436,7 +455,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
 
 def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
-    if t.cuda_built and t.is_available and t.cudnn_version is None and not t.cudnn_error:
+    if t.cuda_built and t.is_available and t.cudnn_present is False and not t.cudnn_error:
         out.append(
             CUDNN_PROBLEM.finding(
                 title=f"torch {t.version} finds no cuDNN",
@@ -472,7 +491,8 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
     # environment's lib; anything else was found first through LD_LIBRARY_PATH or the system path.
     own = [os.path.dirname(t.path)] if t.path else []
     own.append(os.path.dirname(os.path.dirname(t.python_executable)))
-    foreign = [p for p in t.loaded_libraries.get("cudnn", []) if not any(p.startswith(o + os.sep) for o in own)]
+    loaded = (t.loaded_libraries or {}).get("cudnn", [])
+    foreign = [p for p in loaded if not any(p.startswith(o + os.sep) for o in own)]
     if foreign:
         out.append(
             CUDNN_SHADOWED.finding(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, Severity
+from cudadoctor.knowledge.units import format_size
+from cudadoctor.knowledge.visibility import Visibility, from_env
+from cudadoctor.report import Finding, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.units import format_size
-from cudadoctor.visible_devices import Visibility, parse
 
 VISIBLE_TABLE = entry(
     "CD300",
@@ -66,22 +66,30 @@ MIG = entry(
 )
 
 
-def table(vis: Visibility) -> list[str]:
-    rows = [f"{'cuda':<5} {'nvml':<5} {'uuid':<14} {'free':>10}  name"]
+def table(vis: Visibility) -> Table:
+    rows = []
     for s in vis.selected:
         d = s.device
-        uuid = (s.mig_uuid or d.uuid or "?")[:13]
-        rows.append(f"{s.ordinal:<5} {d.index:<5} {uuid:<14} {format_size(d.memory_free):>10}  {d.name or '?'}")
-    return rows
+        rows.append(
+            [f"cuda:{s.ordinal}", str(d.index), s.mig_uuid or d.uuid or "?", format_size(d.memory_free), d.name or "?"]
+        )
+    return Table(["cuda", "nvml", "uuid", "free>", "name"], rows)
+
+
+def visibility(f: Facts) -> Visibility | None:
+    """Which GPUs CUDA programs started here see: the one helper every rule uses. None when the driver's
+    devices or the environment (the system probe) are unknown."""
+    if f.driver is None or f.driver.init_status != "ok" or not f.driver.devices:
+        return None
+    return from_env(f.system.env if f.system is not None else None, f.driver.devices)
 
 
 def evaluate(f: Facts) -> list[Finding]:
-    if f.driver is None or f.driver.init_status != "ok" or not f.driver.devices:
-        return []
-    env = f.system.env if f.system else {}
-    raw, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+    vis = visibility(f)
+    if vis is None or f.driver is None:
+        return _mig(f)
+    raw = vis.raw
     devices = f.driver.devices
-    vis = parse(raw, devices, order)
     out: list[Finding] = []
     shown = "unset" if raw is None else f"'{raw}'"
     if vis.duplicate is not None:
@@ -114,15 +122,24 @@ def evaluate(f: Facts) -> list[Finding]:
             VISIBLE_TABLE.finding(
                 title=f"CUDA sees {len(vis.selected)} of {len(devices)} GPU{'s' * (len(devices) != 1)} "
                 f"(CUDA_VISIBLE_DEVICES {shown}, order {vis.order}{', estimated' if vis.order_estimated else ''})",
-                details=table(vis),
+                tables=[table(vis)],
             )
         )
     if vis.order_estimated:
         out.append(
             MIXED_ORDER.finding(
-                fix=[fix("Make CUDA number GPUs like nvidia-smi", "export CUDA_DEVICE_ORDER=PCI_BUS_ID")]
+                title=f"Mixed GPU models ({', '.join(sorted({d.name or '?' for d in devices}))}): CUDA's device "
+                "numbers differ from nvidia-smi's",
+                fix=[fix("Make CUDA number GPUs like nvidia-smi", "export CUDA_DEVICE_ORDER=PCI_BUS_ID")],
             )
         )
+    return out + _mig(f)
+
+
+
+def _mig(f: Facts) -> list[Finding]:
+    out: list[Finding] = []
+    devices = f.driver.devices if f.driver is not None and f.driver.init_status == "ok" else []
     for d in devices:
         if d.mig_enabled:
             uuids = [i.uuid for i in d.mig_instances if i.uuid]
@@ -133,7 +150,7 @@ def evaluate(f: Facts) -> list[Finding]:
                     fix=[fix("Give each process one instance", f"export CUDA_VISIBLE_DEVICES={uuids[0]}")]
                     if uuids
                     else [],
-                    details=uuids,
+                    tables=[Table(["MIG instance"], [[u] for u in uuids])] if uuids else [],
                 )
             )
     return out

@@ -5,41 +5,29 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import Any
 
-from cudadoctor.units import parse_size
+from cudadoctor.knowledge.architectures import parse_cc
+from cudadoctor.knowledge.units import parse_size
+from cudadoctor.rules.requirements import Requirements
 
 
 class ConfigError(ValueError):
     pass
 
 
-@dataclass
-class Requirements:
-    require_gpus: int | None = None
-    min_free_memory: int | None = None  # bytes, per GPU
-    min_compute_capability: str | None = None  # "8.0"
-    expect_torch_cuda: str | None = None  # "12.8"
-    require_cudnn: bool = False
-    min_h2d_gbps: float | None = None
-    fail_on: str = "error"  # error | warning
-
-    @property
-    def any(self) -> bool:
-        return any(getattr(self, f.name) not in (None, False) for f in fields(self) if f.name != "fail_on")
+__all__ = ["KEYS", "ConfigError", "Requirements", "find_config", "from_mapping", "load_file", "merge"]
 
 
 def _cc(value: str) -> str:
-    parts = value.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if parse_cc(value) is None:
         raise ValueError(f"{value!r} is not a compute capability like 8.0")
     return value
 
 
 def _cuda(value: str) -> str:
-    parts = value.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if parse_cc(value) is None:  # the same shape: ASCII digits, one dot
         raise ValueError(f"{value!r} is not a CUDA version like 12.8")
     return value
 

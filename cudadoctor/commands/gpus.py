@@ -1,26 +1,27 @@
 """`cudadoctor gpus`: NVML facts -> table, JSON or a CUDA_VISIBLE_DEVICES line. Never imports torch.
 
-Its options are parsed with argparse, not click: the launcher routes `cudadoctor gpus` here without
-importing click at all, because this command's start-up time is a product requirement (a benchmark
-against nvitop, benchmarks/bench_gpus.py). The click group forwards to main() for in-process use.
+Start-up time is this command's product requirement (benchmarks/bench_gpus.py against nvitop): it
+imports no rules, renderers beyond its table, or torch.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 
-from cudadoctor import __version__, exitcodes
-from cudadoctor.facts_nvml import DriverFacts
-from cudadoctor.probes import Context, Probe
-from cudadoctor.runner import run_probes
-from cudadoctor.selection import SHELLS, SORT_KEYS, export_lines, sort_devices
-from cudadoctor.selection import pick as pick_gpus
-from cudadoctor.serial import to_jsonable
-from cudadoctor.versions import cuda_int_to_str
-from cudadoctor.visible_devices import parse
+import click
+
+from cudadoctor import __version__
+from cudadoctor.cli import echo, fail, run_command, size_option
+from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
+from cudadoctor.commands.gpus_pick import pick as pick_gpus
+from cudadoctor.facts.codec import to_jsonable
+from cudadoctor.facts.nvml import DriverFacts
+from cudadoctor.knowledge.versions import cuda_int_to_str
+from cudadoctor.knowledge.visibility import parse
+from cudadoctor.probes import Context, Probe, run_probes
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
 
 NVML_TIMEOUT = 15.0
 
@@ -38,87 +39,63 @@ def _now() -> str:
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    echo(text)
 
 
 def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    echo(text, err=True)
 
 
-def _size(text: str) -> int:
-    from cudadoctor.units import parse_size
+@click.command()
+@click.option(
+    "--sort-by",
+    type=click.Choice(SORT_KEYS),
+    default="index",
+    help="Order of the table (free, used, util, temp: largest first; default index).",
+)
+@click.option("--sort-by-free", is_flag=True, help="Same as --sort-by free.")
+@click.option("--reverse", is_flag=True, help="Reverse the order.")
+@click.option(
+    "--pick",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Print the line that selects the N GPUs with the most free memory, instead of the table.",
+)
+@click.option("--min-free", callback=size_option, metavar="SIZE", help="With --pick: at least this much free (8GiB).")
+@click.option("--max-util", type=click.IntRange(0, 100), metavar="PCT", help="With --pick: at most this utilisation.")
+@click.option(
+    "--format",
+    "by",
+    type=click.Choice(("uuid", "index")),
+    default="uuid",
+    help="With --pick: by UUID (order-proof, default) or by index (sets CUDA_DEVICE_ORDER=PCI_BUS_ID).",
+)
+@click.option("--shell", type=click.Choice(SHELLS), default="sh", help="With --pick: the shell syntax (default sh).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--watch", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Refresh until Ctrl-C.")
+def gpus(
+    sort_by: str,
+    sort_by_free: bool,
+    reverse: bool,
+    pick: int | None,
+    min_free: int | None,
+    max_util: int | None,
+    by: str,
+    shell: str,
+    as_json: bool,
+    watch: float | None,
+) -> None:
+    """The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES.
 
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _at_least(minimum: float, kind: type):  # type: ignore[no-untyped-def]
-    def parse(text: str):  # type: ignore[no-untyped-def]
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text} is below {minimum:g}")
-        return value
-
-    return parse
-
-
-def _percent(text: str) -> int:
-    value = _at_least(0, int)(text)
-    if value > 100:
-        raise argparse.ArgumentTypeError(f"{text} is above 100")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="cudadoctor gpus",
-        description="The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES. "
-        "NVML only: torch is never imported.",
+    NVML only: torch is never imported.
+    """
+    if pick is None and (min_free is not None or max_util is not None or by != "uuid" or shell != "sh"):
+        fail("--min-free, --max-util, --format and --shell go with --pick N")
+    if watch is not None and pick is not None:
+        fail("--watch shows the table; it does not go with --pick")
+    run_command(
+        run_gpus, "free" if sort_by_free else sort_by, reverse, pick, min_free, max_util, by, shell, as_json, watch
     )
-    p.add_argument(
-        "--sort-by",
-        choices=SORT_KEYS,
-        default="index",
-        help="order of the table (free, used, util, temp: largest first; default index)",
-    )
-    p.add_argument("--sort-by-free", action="store_true", help="same as --sort-by free")
-    p.add_argument("--reverse", action="store_true", help="reverse the order")
-    p.add_argument(
-        "--pick",
-        type=_at_least(1, int),
-        metavar="N",
-        help="print the line that selects the N GPUs with the most free memory, instead of the table",
-    )
-    p.add_argument("--min-free", type=_size, metavar="SIZE", help="with --pick: at least this much free (8GiB, 8G)")
-    p.add_argument("--max-util", type=_percent, metavar="PCT", help="with --pick: at most this utilisation")
-    p.add_argument(
-        "--format",
-        dest="by",
-        choices=("uuid", "index"),
-        default="uuid",
-        help="with --pick: by UUID (order-proof, default) or by index (with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
-    )
-    p.add_argument("--shell", choices=SHELLS, default="sh", help="with --pick: the shell syntax (default sh)")
-    p.add_argument("--json", dest="as_json", action="store_true", help="machine-readable output")
-    p.add_argument("--watch", type=_at_least(0.1, float), metavar="SECONDS", help="refresh until Ctrl-C")
-    return p
-
-
-def main(argv: list[str]) -> int:
-    parser = build_parser()
-    a = parser.parse_args(argv)  # exits 2 (exitcodes.USAGE) with a usage line on bad input
-    if a.pick is None and (a.min_free is not None or a.max_util is not None or a.by != "uuid" or a.shell != "sh"):
-        parser.error("--min-free, --max-util, --format and --shell go with --pick N")
-    if a.watch is not None and a.pick is not None:
-        parser.error("--watch shows the table; it does not go with --pick")
-    sort_by = "free" if a.sort_by_free else a.sort_by
-    return run_gpus(sort_by, a.reverse, a.pick, a.min_free, a.max_util, a.by, a.shell, a.as_json, a.watch)
 
 
 def _collect_driver(ctx: Context) -> DriverFacts:
@@ -165,21 +142,21 @@ def run_gpus(
     driver, problem = _snapshot()
     if driver is None:
         _err(f"cudadoctor: CD002 the NVML query {problem}")
-        return exitcodes.INCOMPLETE
+        return EXIT_INCOMPLETE
     if driver.init_status != "ok":
         code, title = _no_driver_finding(driver)
         if as_json:
             _out(_json(_envelope(driver, None, {"code": code, "title": title}), indent=2))
         else:
             _err(f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)")
-        return exitcodes.PROBLEMS
+        return EXIT_PROBLEMS
     devices = sort_devices(driver.devices, sort_by, reverse)
     if n is None:
         if as_json:
             _out(_json(_envelope(driver, devices), indent=2))
         else:
             _out(_table(driver, devices))
-        return exitcodes.OK
+        return EXIT_OK
     chosen = pick_gpus(driver.devices, n, min_free, max_util)
     if as_json:
         data = _envelope(driver, devices)
@@ -199,8 +176,8 @@ def run_gpus(
             f"cudadoctor: only {chosen.candidates} of {len(driver.devices)} GPUs qualify, {n} requested"
             + (f" ({why})" if why else ""),
         )
-        return exitcodes.NOT_ENOUGH_GPUS
-    return exitcodes.OK
+        return EXIT_NOT_ENOUGH_GPUS
+    return EXIT_OK
 
 
 def _table(driver: DriverFacts, devices: list) -> str:
@@ -250,4 +227,4 @@ def _watch(sort_by: str, reverse: bool, as_json: bool, interval: float) -> int:
             _out(clear + text + ("" if clear else "\n"))
             time.sleep(interval)
     except KeyboardInterrupt:
-        return exitcodes.OK
+        return EXIT_INTERRUPTED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cudadoctor.facts_nvml import NvmlDevice
+from cudadoctor.facts.nvml import NvmlDevice
 
 SORT_KEYS = ("index", "free", "used", "util", "temp")
 SHELLS = ("sh", "fish", "powershell", "cmd")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudadoctor.facts_nvml import NvmlDevice
+from cudadoctor.facts.nvml import NvmlDevice
+from cudadoctor.knowledge.architectures import parse_cc
 
 
 @dataclass
@@ -39,11 +40,7 @@ class Visibility:
 
 
 def _cc_key(d: NvmlDevice) -> tuple[int, int]:
-    try:
-        major, minor = (d.compute_capability or "0.0").split(".")
-        return int(major), int(minor)
-    except ValueError:
-        return (0, 0)
+    return parse_cc(d.compute_capability) or (0, 0)
 
 
 def enumeration_order(devices: list[NvmlDevice], order: str) -> tuple[list[NvmlDevice], bool]:
@@ -82,7 +79,9 @@ def parse(raw: str | None, devices: list[NvmlDevice], order: str | None = None) 
 
 
 def _resolve(token: str, enum: list[NvmlDevice], devices: list[NvmlDevice]) -> tuple[NvmlDevice, str | None] | None:
-    if token.isdigit():
+    if token.isascii() and token.isdigit():  # CUDA reads ASCII digits only ("²", "①", "٣" are not)
+        if len(token) > 6:  # no machine has a million GPUs; int() of 100,000 digits would even raise
+            return None
         i = int(token)
         return (enum[i], None) if i < len(enum) else None
     if token.startswith("GPU-") and len(token) > 4:
@@ -94,3 +93,10 @@ def _resolve(token: str, enum: list[NvmlDevice], devices: list[NvmlDevice]) -> t
                 if inst.uuid == token:
                     return d, token
     return None
+
+
+def from_env(env: dict[str, str] | None, devices: list[NvmlDevice]) -> Visibility | None:
+    """What CUDA programs started with this environment see; None when the environment is unknown."""
+    if env is None:
+        return None
+    return parse(env.get("CUDA_VISIBLE_DEVICES"), devices, env.get("CUDA_DEVICE_ORDER"))

@@ -1,4 +1,5 @@
-"""Dataclasses to JSON-ready values and back; what makes `check --from report.json` possible."""
+"""Dataclasses to JSON-ready values and back, and the readers of saved JSON reports: what makes
+`check --from report.json` possible. Every schema version ever written keeps a reader here."""
 
 from __future__ import annotations
 
@@ -6,9 +7,7 @@ import dataclasses
 import enum
 import types
 import typing
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 class FormatError(ValueError):
@@ -78,3 +77,68 @@ def from_jsonable(tp: Any, data: Any, where: str = "$") -> Any:
             raise FormatError(f"{where}: expected {tp.__name__}, got {type(data).__name__}")
         return data
     raise FormatError(f"{where}: cannot read type {tp!r}")
+
+
+# A report is a few hundred KB; anything this deep or large is not one of ours.
+MAX_DEPTH = 64
+
+
+def _depth(data: Any, limit: int = MAX_DEPTH) -> int:
+    stack = [(data, 1)]
+    deepest = 0
+    while stack:
+        value, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > limit:
+            return deepest
+        if isinstance(value, dict):
+            stack.extend((v, d + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, d + 1) for v in value)
+    return deepest
+
+
+def _v1_to_v2(data: dict) -> dict:
+    """Schema 1 (cudadoctor 0.1): the same facts, with booleans where 2 allows "unknown"; findings
+    carried pre-formatted `details` lines instead of tables. Findings are recomputed on replay, so
+    only facts and probes matter; the booleans read as they are."""
+    return {**data, "schema_version": 2}
+
+
+READERS = {1: _v1_to_v2, 2: lambda data: data}
+
+
+def load_report(text: str) -> tuple[Any, list[Any], dict[str, Any]]:
+    """(Facts, probe outcomes, header) from a saved JSON report; FormatError in one line otherwise."""
+    import json
+
+    from cudadoctor.facts import Facts
+    from cudadoctor.report import ProbeOutcome
+
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise FormatError("not a cudadoctor JSON report (nested too deeply)") from None
+    if not isinstance(data, dict) or data.get("tool") != "cudadoctor" or "facts" not in data:
+        raise FormatError("not a cudadoctor JSON report (no tool/facts fields)")
+    if _depth(data) > MAX_DEPTH:
+        raise FormatError("not a cudadoctor JSON report (nested too deeply)")
+    version = data.get("schema_version")
+    if version not in READERS:
+        raise FormatError(
+            f"schema_version {version!r} is newer than this cudadoctor reads ({max(READERS)}); upgrade cudadoctor"
+            if isinstance(version, int) and version > max(READERS)
+            else f"schema_version {version!r} is not one cudadoctor wrote"
+        )
+    data = READERS[version](data)
+    facts = from_jsonable(Facts, data["facts"], "$.facts")
+    outcomes = from_jsonable(list[ProbeOutcome], data.get("probes", []), "$.probes")
+    system = data["facts"].get("system") if isinstance(data["facts"], dict) else None
+    header = {
+        "created": data.get("created") if isinstance(data.get("created"), str) else None,
+        "version": data.get("version") if isinstance(data.get("version"), str) else None,
+        "host": system.get("hostname") if isinstance(system, dict) else None,
+    }
+    return facts, outcomes, header

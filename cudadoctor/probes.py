@@ -1,0 +1,227 @@
+"""Probes collect facts; they never print and never decide what a fact means.
+
+One registry: every probe's name (the Facts field it fills), its collector, its time bound, where it
+runs and a line of help. `--only`/`--skip`, their help text, the README table (tested), the child
+processes' time bounds and the report's scope all derive from it. The runner bounds every probe in
+time; a crash or an overrun becomes a ProbeOutcome, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cudadoctor.report import ProbeOutcome
+
+if TYPE_CHECKING:
+    from cudadoctor.facts import (
+        BandwidthFacts,
+        CudaDriverFacts,
+        DriverFacts,
+        PciFacts,
+        SmokeFacts,
+        SystemFacts,
+        ToolkitFacts,
+        TorchFacts,
+    )
+
+# Where a probe runs: in the doctor's process ("here"), in a child of the interpreter being diagnosed
+# ("target", --python), or in the one measurement child of that interpreter ("measure").
+HERE, TARGET, MEASURE = "here", "target", "measure"
+
+# A child process gets this share of its probe's bound, so its partial output still arrives in time.
+CHILD_SHARE = 0.8
+
+
+@dataclass
+class Context:
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    python: str = sys.executable  # the interpreter whose torch is diagnosed
+    timeout: float | None = None  # --timeout: one bound for every probe instead of each one's own
+    measurements: list[str] = field(default_factory=list)  # "bandwidth", "smoke": run in one child
+    transfer_size: int = 256 << 20
+    shared: dict[str, Any] = field(default_factory=dict)  # per-run state probes share (one child)
+    bounds: dict[str, float] = field(default_factory=dict)  # probe name -> its bound in this run
+
+    def child_timeout(self, probe: str) -> float:
+        """How long a child started by this probe may run."""
+        return max(0.5, self.bounds.get(probe, self.timeout or 20.0) * CHILD_SHARE)
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str  # the field of Facts it fills
+    collect: Callable[[Context], Any]
+    timeout: float  # seconds; far above a healthy run and far below a hung one
+    where: str = HERE
+    default: bool = True  # part of a plain `check`; False: only with --full / --only
+    help: str = ""
+
+
+# Backends are imported when a probe runs, on its own thread: `check` reaches the slow torch child
+# sooner when nothing heavy is imported before the probes start.
+
+
+def collect_torch(ctx: Context) -> TorchFacts:
+    from cudadoctor.backends.torchenv import query_torch
+
+    return query_torch(ctx.python, timeout=ctx.child_timeout("torch"), env=dict(ctx.environ))
+
+
+def collect_system(ctx: Context) -> SystemFacts:
+    from cudadoctor.backends.host import system_facts
+
+    return system_facts(ctx.environ)
+
+
+def collect_pci(ctx: Context) -> PciFacts:
+    from cudadoctor.backends.host import pci_facts
+
+    return pci_facts(timeout=ctx.child_timeout("pci"))
+
+
+def collect_driver(ctx: Context) -> DriverFacts:
+    from cudadoctor.backends.nvml import query_driver
+
+    return query_driver(with_processes=True)
+
+
+def collect_cuda_driver(ctx: Context) -> CudaDriverFacts:
+    from cudadoctor.backends.cuda import query_libcuda
+
+    return query_libcuda(timeout=ctx.child_timeout("cuda_driver"))
+
+
+def collect_toolkit(ctx: Context) -> ToolkitFacts:
+    from cudadoctor.backends.host import toolkit_facts
+
+    return toolkit_facts(ctx.environ, timeout=ctx.child_timeout("toolkit"))
+
+
+_MEASURE_LOCK = threading.Lock()
+
+
+def _measurement(ctx: Context) -> Any:
+    # one child per run, kept on the run's Context: whichever measurement asks first starts it
+    from cudadoctor.backends.measure import SharedMeasurement
+
+    with _MEASURE_LOCK:
+        if "measurement" not in ctx.shared:
+            bound = max(ctx.child_timeout(n) for n in ctx.measurements) if ctx.measurements else 100.0
+            ctx.shared["measurement"] = SharedMeasurement(
+                ctx.python, ctx.measurements, timeout=bound, size=ctx.transfer_size
+            )
+        return ctx.shared["measurement"]
+
+
+def collect_bandwidth(ctx: Context) -> BandwidthFacts:
+    return _measurement(ctx).bandwidth()
+
+
+def collect_smoke(ctx: Context) -> SmokeFacts:
+    return _measurement(ctx).smoke()
+
+
+# The slowest starts first; the report orders its sections itself.
+REGISTRY: tuple[Probe, ...] = (
+    Probe("torch", collect_torch, 60, TARGET, help="torch in the target interpreter: build, CUDA, arch list, devices"),
+    Probe("system", collect_system, 10, help="OS, distribution, container, WSL, /dev/shm, environment"),
+    Probe("pci", collect_pci, 10, help="NVIDIA GPUs on the PCI bus, whatever the driver"),
+    Probe("driver", collect_driver, 15, help="the NVIDIA driver and every GPU through NVML"),
+    Probe("cuda_driver", collect_cuda_driver, 25, help="libcuda and cuInit, in a child process"),
+    Probe("toolkit", collect_toolkit, 10, help="the CUDA toolkit on disk (nvcc, libcudart)"),
+    Probe("bandwidth", collect_bandwidth, 120, MEASURE, False, "host-device copy bandwidth per GPU (--full)"),
+    Probe("smoke", collect_smoke, 120, MEASURE, False, "a CPU-vs-GPU training smoke test (--full)"),
+)
+
+
+def names() -> list[str]:
+    return [p.name for p in REGISTRY]
+
+
+def by_name(name: str) -> Probe:
+    return next(p for p in REGISTRY if p.name == name)
+
+
+def default_probes() -> list[Probe]:
+    return [p for p in REGISTRY if p.default]
+
+
+def help_text() -> str:
+    """The --only/--skip help: every probe name, from the registry."""
+    return ", ".join(p.name for p in REGISTRY)
+
+
+def select(
+    only: set[str],
+    skip: set[str],
+    full: bool,
+    extra: set[str] | None = None,
+    registry: Sequence[Probe] = REGISTRY,
+) -> list[Probe]:
+    """--only picks from every probe; otherwise the default checks, plus the others with --full
+    (or `extra`, which a requirement may need); --skip removes."""
+    if only:
+        chosen = [p for p in registry if p.name in only]
+    else:
+        chosen = [p for p in registry if p.default or full or p.name in (extra or set())]
+    return [p for p in chosen if p.name not in skip]
+
+
+def run_probes(
+    probes: Sequence[Probe], ctx: Context, meanwhile: Callable[[], object] | None = None
+) -> tuple[dict[str, Any], list[ProbeOutcome]]:
+    """Each finished probe's result under its name, and how every probe ended.
+
+    `meanwhile` runs on the calling thread while the probes work (the CLI imports its rules and
+    renderers there, so that start-up overlaps the slow torch child)."""
+    results: dict[str, Any] = {}
+    errors: dict[str, tuple[str, str]] = {}
+    finished: dict[str, float] = {}
+    for p in probes:
+        ctx.bounds[p.name] = ctx.timeout if ctx.timeout is not None else p.timeout
+
+    def work(probe: Probe) -> None:
+        start = time.monotonic()
+        try:
+            results[probe.name] = probe.collect(ctx)
+        except Exception as exc:  # a probe must never take the report down
+            import traceback  # only on this path: start-up time matters
+
+            errors[probe.name] = (f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        finally:
+            finished[probe.name] = time.monotonic() - start
+
+    start = time.monotonic()
+    # Daemon threads: a probe stuck in a C call cannot keep the process alive after the report.
+    threads = [(p, threading.Thread(target=work, args=(p,), name=f"probe-{p.name}", daemon=True)) for p in probes]
+    for _, t in threads:
+        t.start()
+    if meanwhile is not None:
+        meanwhile()
+    facts: dict[str, Any] = {}
+    outcomes = []
+    for probe, t in threads:
+        limit = ctx.bounds[probe.name]
+        t.join(max(0.0, start + limit - time.monotonic()))
+        if t.is_alive():
+            outcomes.append(
+                ProbeOutcome(
+                    probe.name,
+                    "timeout",
+                    round(time.monotonic() - start, 3),
+                    error=f"did not finish within {limit:g} s",
+                )
+            )
+        elif probe.name in errors:
+            message, tb = errors[probe.name]
+            outcomes.append(ProbeOutcome(probe.name, "crashed", round(finished[probe.name], 3), message, tb))
+        else:
+            facts[probe.name] = results[probe.name]
+            outcomes.append(ProbeOutcome(probe.name, "ok", round(finished[probe.name], 3)))
+    return facts, outcomes
