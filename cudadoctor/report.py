@@ -178,7 +178,8 @@ def verdict_line(status: Status, findings: list[Finding], scope: str | None, fai
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is Severity.WARNING]
     counts = f"{plural(len(errors), 'error')}, {plural(len(warnings), 'warning')}"
-    first = (errors or warnings or [None])[0]
+    # the first root cause: a finding that follows from another one is never the headline
+    first = next((f for f in errors if f.cause is None), None) or (errors or warnings or [None])[0]
     if status is Status.INCOMPLETE:
         text = "INCOMPLETE: the doctor could not finish every check"
         if first is not None:

@@ -25,7 +25,7 @@ def test_healthy_machine_exits_zero_and_names_driver_and_gpu(run_cli):
 
 
 def test_driver_not_loaded(run_cli):
-    r = run_cli("check", "--json", machine="init_error 9\n")
+    r = run_cli("check", "--skip", "torch", "--json", machine="init_error 9\n")
     assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD102")
     assert f["severity"] == "error"
@@ -33,7 +33,7 @@ def test_driver_not_loaded(run_cli):
 
 
 def test_version_mismatch_says_reboot_or_reload(run_cli):
-    r = run_cli("check", "--json", machine="init_error 18\n")
+    r = run_cli("check", "--skip", "torch", "--json", machine="init_error 18\n")
     assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD103")
     commands = [c for fx in f["fix"] for c in fx["commands"]]
@@ -43,14 +43,14 @@ def test_version_mismatch_says_reboot_or_reload(run_cli):
 
 
 def test_no_permission_names_the_device_nodes(run_cli):
-    r = run_cli("check", "--json", machine="init_error 4\n")
+    r = run_cli("check", "--skip", "torch", "--json", machine="init_error 4\n")
     f = finding(r, "CD104")
     assert any("/dev/nvidia" in c for fx in f["fix"] for c in fx["commands"])
 
 
 def test_lost_gpu_is_reported_and_other_gpus_still_render(run_cli):
     machine = H100_HEALTHY + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 error=15\n'
-    r = run_cli("check", "--json", machine=machine)
+    r = run_cli("check", "--skip", "torch", "--json", machine=machine)
     assert r.code == EXIT_PROBLEMS
     lost = finding(r, "CD105")
     assert "GPU 1" in lost["title"] and "GPU_IS_LOST" in lost["title"]
@@ -77,7 +77,7 @@ def test_old_driver_missing_functions_fall_back(run_cli):
 
 
 def test_nvml_without_libcuda_is_a_container_capabilities_problem(run_cli):
-    r = run_cli("check", "--json", machine=H100_HEALTHY, libcuda=False)
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY, libcuda=False)
     assert r.code == EXIT_PROBLEMS
     f = finding(r, "CD121")
     assert "libcuda.so.1" in f["title"]
@@ -85,14 +85,14 @@ def test_nvml_without_libcuda_is_a_container_capabilities_problem(run_cli):
 
 
 def test_stub_libcuda_is_named(run_cli):
-    r = run_cli("check", "--json", machine=H100_HEALTHY + "cuda_init 34\n")
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY + "cuda_init 34\n")
     f = finding(r, "CD124")
     assert "stub" in f["title"]
     assert any("LD_LIBRARY_PATH" in c for fx in f["fix"] for c in fx["commands"])
 
 
 def test_cuinit_no_device_points_at_visible_devices(run_cli):
-    r = run_cli("check", "--json", machine=H100_HEALTHY + "cuda_init 100\n")
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY + "cuda_init 100\n")
     f = finding(r, "CD122")
     assert "CUDA_ERROR_NO_DEVICE" in f["title"]
     assert any("CUDA_VISIBLE_DEVICES" in c for fx in f["fix"] for c in fx["commands"])
@@ -100,7 +100,7 @@ def test_cuinit_no_device_points_at_visible_devices(run_cli):
 
 def test_hanging_cuinit_is_bounded_and_reported(run_cli):
     start = time.monotonic()
-    r = run_cli("check", "--json", "--timeout", "2", machine=H100_HEALTHY + "cuda_init_sleep 60\n")
+    r = run_cli("check", "--skip", "torch", "--json", "--timeout", "2", machine=H100_HEALTHY + "cuda_init_sleep 60\n")
     assert time.monotonic() - start < 20
     assert "CD123" in r.codes()
     assert r.code == EXIT_PROBLEMS
@@ -109,7 +109,7 @@ def test_hanging_cuinit_is_bounded_and_reported(run_cli):
 
 def test_hanging_nvml_becomes_a_timeout_finding_and_exit_3(run_cli):
     start = time.monotonic()
-    r = run_cli("check", "--json", "--timeout", "1.5", machine=H100_HEALTHY + "init_sleep 60\n")
+    r = run_cli("check", "--skip", "torch", "--json", "--timeout", "1.5", machine=H100_HEALTHY + "init_sleep 60\n")
     assert time.monotonic() - start < 20
     assert r.code == EXIT_INCOMPLETE
     timeout = finding(r, "CD002")
@@ -120,7 +120,7 @@ def test_hanging_nvml_becomes_a_timeout_finding_and_exit_3(run_cli):
 
 
 def test_text_report_is_plain_when_piped(run_cli):
-    r = run_cli("check", machine="init_error 18\n")
+    r = run_cli("check", "--skip", "torch", machine="init_error 18\n")
     assert r.code == EXIT_PROBLEMS
     assert r.stdout.splitlines()[2].startswith("PROBLEMS")
     assert "CD103" in r.stdout and "sudo reboot" in r.stdout

@@ -118,14 +118,14 @@ def test_fail_on_warning(run_cli):
 def test_exit_code_2_for_bad_config_and_values(run_cli, tmp_path):
     bad = tmp_path / "cudadoctor.toml"
     bad.write_text('min-free-memory = "lots"\n')
-    r = run_cli("check", "--config", str(bad), machine=H100_FAKE)
+    r = run_cli("check", "--skip", "torch", "--config", str(bad), machine=H100_FAKE)
     assert r.code == EXIT_USAGE
     assert (
         r.stderr.strip()
         == f"cudadoctor: {bad}: min-free-memory: 'lots' is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)"
     )
-    assert run_cli("check", "--require-gpus", "zero", machine=H100_FAKE).code == EXIT_USAGE
-    assert run_cli("check", "--min-compute-capability", "eight", machine=H100_FAKE).code == EXIT_USAGE
+    assert run_cli("check", "--skip", "torch", "--require-gpus", "zero", machine=H100_FAKE).code == EXIT_USAGE
+    assert run_cli("check", "--skip", "torch", "--min-compute-capability", "eight", machine=H100_FAKE).code == EXIT_USAGE
 
 
 def test_config_file_is_found_in_the_working_directory(run_cli, tmp_path):
@@ -171,5 +171,5 @@ def test_junit_and_github_annotations(run_cli, tmp_path):
 
 
 def test_unwritable_junit(run_cli, tmp_path):
-    r = run_cli("check", "--junit", str(tmp_path / "nope" / "x.xml"), machine=H100_FAKE)
+    r = run_cli("check", "--skip", "torch", "--junit", str(tmp_path / "nope" / "x.xml"), machine=H100_FAKE)
     assert r.code == EXIT_USAGE and "cannot write --junit" in r.stderr

@@ -4,8 +4,9 @@ import os
 
 import pytest
 
-from cudadoctor.backends.host import mask_value, pci_facts, relevant_env
+from cudadoctor.backends.host import pci_facts, relevant_env
 from cudadoctor.backends.nvml import library_version_from_path
+from cudadoctor.knowledge.secrets import mask_value
 from cudadoctor.knowledge.units import format_size, parse_size
 from cudadoctor.knowledge.versions import cuda_int_to_str, cudnn_int_to_str, version_at_least
 

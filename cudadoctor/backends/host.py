@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cudadoctor.backends.child import run_child
 from cudadoctor.facts import PciDevice, PciFacts, SystemFacts, ToolkitFacts, ToolkitInstall
+from cudadoctor.knowledge.secrets import mask_value
 
 NVIDIA_VENDOR = "0x10de"
 # PCI class 0x03xxxx is a display controller (VGA 0x0300, 3D 0x0302); NVSwitch bridges are not GPUs.
@@ -25,23 +26,11 @@ SYSFS_PCI = "/sys/bus/pci/devices"
 
 _ENV_PREFIXES = ("CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_", "NCCL_", "CUDNN_", "PIP_", "UV_")
 _ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "CONDA_PREFIX", "VIRTUAL_ENV", "OMP_NUM_THREADS")
-_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
-
-
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
-
-
-def mask_value(name: str, value: str) -> str:
-    """Secrets never leave the machine: masked in every report, not only the Markdown one."""
-    if is_secret_name(name):
-        return "***"
-    # credentials inside URLs (PIP_INDEX_URL=https://user:pass@host/…)
-    return re.sub(r"(?<=://)[^/@\s]+@", "***@", value)
 
 
 def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that matter here, secrets masked at collection (URL credentials and query tokens
+    too: PIP_EXTRA_INDEX_URL=https://host/simple?access_token=…), so no report ever holds one."""
     return {k: mask_value(k, v) for k, v in sorted(environ.items()) if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
 
 

@@ -1,14 +1,18 @@
 """`cudadoctor gpus`: NVML facts -> table, JSON or a CUDA_VISIBLE_DEVICES line. Never imports torch.
 
 Start-up time is this command's product requirement (benchmarks/bench_gpus.py against nvitop): it
-imports no rules, renderers beyond its table, or torch.
+imports no rules, no rich and no torch. NVML runs in a forked child (backends/nvml_isolated.py), so a
+crash inside the driver library is one line naming the call (exit 3) and a hung call keeps the GPUs
+already read.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
+from typing import Any
 
 import click
 
@@ -16,11 +20,9 @@ from cudadoctor import __version__
 from cudadoctor.cli import echo, fail, run_command, size_option
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
-from cudadoctor.facts.codec import to_jsonable
-from cudadoctor.facts.nvml import DriverFacts
+from cudadoctor.facts.nvml import DriverFacts, NvmlDevice
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.knowledge.visibility import parse
-from cudadoctor.probes import Context, Probe, run_probes
+from cudadoctor.knowledge.visibility import Visibility, parse
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
 
 NVML_TIMEOUT = 15.0
@@ -38,14 +40,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _out(text: str) -> None:
-    echo(text)
-
-
-def _err(text: str) -> None:
-    echo(text, err=True)
-
-
 @click.command()
 @click.option(
     "--sort-by",
@@ -59,10 +53,12 @@ def _err(text: str) -> None:
     "--pick",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Print the line that selects the N GPUs with the most free memory, instead of the table.",
+    help="Print the line that selects the N GPUs with the most free memory (among those CUDA_VISIBLE_DEVICES "
+    'already shows), instead of the table; use it as: eval "$(cudadoctor gpus --pick N)".',
 )
 @click.option("--min-free", callback=size_option, metavar="SIZE", help="With --pick: at least this much free (8GiB).")
 @click.option("--max-util", type=click.IntRange(0, 100), metavar="PCT", help="With --pick: at most this utilisation.")
+@click.option("--min-cc", metavar="X.Y", help="With --pick: at least this compute capability (8.0 for bf16).")
 @click.option(
     "--format",
     "by",
@@ -71,39 +67,45 @@ def _err(text: str) -> None:
     help="With --pick: by UUID (order-proof, default) or by index (sets CUDA_DEVICE_ORDER=PCI_BUS_ID).",
 )
 @click.option("--shell", type=click.Choice(SHELLS), default="sh", help="With --pick: the shell syntax (default sh).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output, every field.")
+@click.option("--wide", is_flag=True, help="Every column, whole names and UUIDs, whatever the width.")
+@click.option("--redact", is_flag=True, help="Replace UUIDs and user names (to paste the output somewhere).")
 @click.option("--watch", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Refresh until Ctrl-C.")
-def gpus(
-    sort_by: str,
-    sort_by_free: bool,
-    reverse: bool,
-    pick: int | None,
-    min_free: int | None,
-    max_util: int | None,
-    by: str,
-    shell: str,
-    as_json: bool,
-    watch: float | None,
-) -> None:
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.5),
+    default=NVML_TIMEOUT,
+    metavar="SECONDS",
+    help="Bound on the NVML query.",
+)
+def gpus(**o: Any) -> None:
     """The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES.
 
     NVML only: torch is never imported.
     """
-    if pick is None and (min_free is not None or max_util is not None or by != "uuid" or shell != "sh"):
-        fail("--min-free, --max-util, --format and --shell go with --pick N")
-    if watch is not None and pick is not None:
+    if o["pick"] is None and (
+        o["min_free"] is not None or o["max_util"] is not None or o["min_cc"] or o["by"] != "uuid" or o["shell"] != "sh"
+    ):
+        fail("--min-free, --max-util, --min-cc, --format and --shell go with --pick N")
+    if o["watch"] is not None and o["pick"] is not None:
         fail("--watch shows the table; it does not go with --pick")
-    run_command(
-        run_gpus, "free" if sort_by_free else sort_by, reverse, pick, min_free, max_util, by, shell, as_json, watch
-    )
+    if o["min_cc"] is not None:
+        from cudadoctor.knowledge.architectures import parse_cc
+
+        if parse_cc(o["min_cc"]) is None:
+            fail(f"--min-cc: {o['min_cc']!r} is not a compute capability like 8.0")
+    o["sort_by"] = "free" if o.pop("sort_by_free") else o["sort_by"]
+    run_command(run_gpus, **o)
 
 
-def _collect_driver(ctx: Context) -> DriverFacts:
-    from cudadoctor.backends.nvml import query_driver
-    from cudadoctor.backends.procinfo import describe_processes
+def snapshot(with_processes: bool, timeout: float = NVML_TIMEOUT) -> DriverFacts:
+    from cudadoctor.backends.nvml_isolated import query
 
-    facts = query_driver(with_processes=True, with_binding=False)
-    describe_processes([p for d in facts.devices for p in d.processes])
+    facts = query(with_processes=with_processes, with_binding=False, timeout=timeout)
+    if with_processes:
+        from cudadoctor.backends.procinfo import describe_processes
+
+        describe_processes([p for d in facts.devices for p in d.processes])
     return facts
 
 
@@ -119,84 +121,81 @@ def _no_driver_finding(driver: DriverFacts) -> tuple[str, str]:
     return (worst.code, worst.title) if worst else ("CD107", f"NVML: {driver.init_status}")
 
 
-def _snapshot() -> tuple[DriverFacts | None, str | None]:
-    results, outcomes = run_probes([Probe("driver", _collect_driver, NVML_TIMEOUT)], Context())
-    if "driver" not in results:
-        return None, outcomes[0].error
-    return results["driver"], None
+def _visibility(driver: DriverFacts) -> Visibility:
+    return parse(os.environ.get("CUDA_VISIBLE_DEVICES"), driver.devices, os.environ.get("CUDA_DEVICE_ORDER"))
 
 
-def run_gpus(
-    sort_by: str,
-    reverse: bool,
-    n: int | None,
-    min_free: int | None,
-    max_util: int | None,
-    by: str,
-    shell: str,
-    as_json: bool,
-    watch: float | None,
-) -> int:
-    if watch is not None:
-        return _watch(sort_by, reverse, as_json, watch)
-    driver, problem = _snapshot()
-    if driver is None:
-        _err(f"cudadoctor: CD002 the NVML query {problem}")
-        return EXIT_INCOMPLETE
+def _problem(driver: DriverFacts) -> tuple[str, int] | None:
+    """A line for stderr and the exit code when the table cannot be trusted whole."""
+    if driver.init_status == "CRASHED":
+        return f"cudadoctor: NVML {driver.init_message}: the driver library itself failed (run `cudadoctor check`)", 3
     if driver.init_status != "ok":
         code, title = _no_driver_finding(driver)
-        if as_json:
-            _out(_json(_envelope(driver, None, {"code": code, "title": title}), indent=2))
-        else:
-            _err(f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)")
-        return EXIT_PROBLEMS
-    devices = sort_devices(driver.devices, sort_by, reverse)
-    if n is None:
-        if as_json:
-            _out(_json(_envelope(driver, devices), indent=2))
-        else:
-            _out(_table(driver, devices))
-        return EXIT_OK
-    chosen = pick_gpus(driver.devices, n, min_free, max_util)
-    if as_json:
-        data = _envelope(driver, devices)
-        data["pick"] = {
-            "requested": n,
-            "qualified": chosen.candidates,
-            "chosen": [d.uuid if by == "uuid" else d.index for d in chosen.chosen],
-            "lines": export_lines(chosen.chosen, by, shell) if chosen.chosen else [],
-            "rejected": {str(k): v for k, v in chosen.rejected.items()},
-        }
-        _out(_json(data, indent=2))
-    elif chosen.chosen:
-        _out("\n".join(export_lines(chosen.chosen, by, shell)))
-    if not chosen.chosen:
-        why = "; ".join(f"GPU {i}: {r}" for i, r in sorted(chosen.rejected.items()))
-        _err(
-            f"cudadoctor: only {chosen.candidates} of {len(driver.devices)} GPUs qualify, {n} requested"
-            + (f" ({why})" if why else ""),
-        )
-        return EXIT_NOT_ENOUGH_GPUS
-    return EXIT_OK
+        return f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)", EXIT_PROBLEMS
+    if driver.device_count is None:
+        why = driver.query_errors.get("nvmlDeviceGetCount", driver.query_failure or "no answer")
+        return f"cudadoctor: NVML could not count the GPUs (nvmlDeviceGetCount: {why})", EXIT_INCOMPLETE
+    if driver.query_failure:
+        unread = driver.device_count - len(driver.devices)
+        if unread > 0:
+            return f"cudadoctor: NVML {driver.query_failure}; {unread} GPU(s) not shown", EXIT_INCOMPLETE
+        return f"cudadoctor: note: NVML {driver.query_failure}", EXIT_OK
+    return None
 
 
-def _table(driver: DriverFacts, devices: list) -> str:
+def _health_flags(d: NvmlDevice) -> str:
+    from cudadoctor.knowledge.gpu_health import flags
+
+    return flags(d)
+
+
+def _scrub(redact: bool) -> Any:
+    if not redact:
+        return lambda s: s
+    import getpass
+
+    from cudadoctor.render.redact import make_scrub
+
+    try:
+        user: str | None = getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        user = None
+    scrub = make_scrub(None, user)
+    return lambda s: scrub(s, False)
+
+
+def _table(driver: DriverFacts, devices: list[NvmlDevice], wide: bool, redact: bool) -> str:
     from cudadoctor.render.gpus_table import render
 
-    vis = parse(os.environ.get("CUDA_VISIBLE_DEVICES"), driver.devices, os.environ.get("CUDA_DEVICE_ORDER"))
-    return render(devices, vis, driver.driver_version, cuda_int_to_str(driver.cuda_driver_version))
+    width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+    return render(
+        devices,
+        _visibility(driver),
+        driver.driver_version,
+        cuda_int_to_str(driver.cuda_driver_version),
+        width=width,
+        wide=wide,
+        flags=_health_flags,
+        scrub=_scrub(redact),
+    )
 
 
-def _envelope(driver: DriverFacts, devices: list | None, error: dict | None = None) -> dict:
-    vis = parse(os.environ.get("CUDA_VISIBLE_DEVICES"), driver.devices, os.environ.get("CUDA_DEVICE_ORDER"))
+def _envelope(driver: DriverFacts, devices: list[NvmlDevice] | None, redact: bool, error: dict | None = None) -> dict:
+    from cudadoctor.facts.codec import to_jsonable
+    from cudadoctor.knowledge.secrets import mask_secrets
+
+    vis = _visibility(driver)
     ordinal = {s.device.index: s.ordinal for s in vis.selected if s.mig_uuid is None}
     gpus = []
     for d in devices or []:
         item = to_jsonable(d)
         item["cuda_ordinal"] = ordinal.get(d.index)  # None: hidden from CUDA programs here
+        item["health"] = _health_flags(d)
+        for p in item["processes"]:
+            p["command"] = mask_secrets(p["command"]) if p["command"] else None
         gpus.append(item)
-    return {
-        "schema_version": 1,
+    data = {
+        "schema_version": 2,
         "tool": "cudadoctor",
         "version": __version__,
         "created": _now(),
@@ -206,25 +205,122 @@ def _envelope(driver: DriverFacts, devices: list | None, error: dict | None = No
         "cuda_visible_devices": vis.raw,
         "cuda_device_order": vis.order,
         "gpus": gpus,
+        "query_failure": driver.query_failure,
         "error": error,
     }
+    if redact:
+        from cudadoctor.render.redact import redact as redact_data
+
+        data = redact_data(data, None, _user())
+    return data
 
 
-def _watch(sort_by: str, reverse: bool, as_json: bool, interval: float) -> int:
+def _user() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return None
+
+
+def run_gpus(
+    sort_by: str,
+    reverse: bool,
+    pick: int | None,
+    min_free: int | None,
+    max_util: int | None,
+    min_cc: str | None,
+    by: str,
+    shell: str,
+    as_json: bool,
+    wide: bool,
+    redact: bool,
+    watch: float | None,
+    timeout: float = NVML_TIMEOUT,
+) -> int:
+    if watch is not None:
+        return _watch(sort_by, reverse, as_json, watch, wide, redact, timeout)
+    # --pick needs no process details (who holds memory): skip reading them
+    driver = snapshot(with_processes=pick is None or as_json, timeout=timeout)
+    problem = _problem(driver)
+    if problem is not None and (driver.init_status != "ok" or driver.device_count is None):
+        line, code = problem
+        if as_json:
+            echo(_json(_envelope(driver, None, redact, {"message": line.removeprefix("cudadoctor: ")})))
+        else:
+            echo(line, err=True)
+        return code
+    devices = sort_devices(driver.devices, sort_by, reverse)
+    if pick is None:
+        echo(_json(_envelope(driver, devices, redact)) if as_json else _table(driver, devices, wide, redact))
+        if problem is not None:
+            echo(problem[0], err=True)
+            return problem[1]
+        return EXIT_OK
+    return _pick(driver, devices, pick, min_free, max_util, min_cc, by, shell, as_json, redact)
+
+
+def _pick(
+    driver: DriverFacts,
+    devices: list[NvmlDevice],
+    n: int,
+    min_free: int | None,
+    max_util: int | None,
+    min_cc: str | None,
+    by: str,
+    shell: str,
+    as_json: bool,
+    redact: bool,
+) -> int:
+    vis = _visibility(driver)
+    # like nvisel: choose among the GPUs this environment already shows
+    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+    chosen = pick_gpus(candidates, n, min_free, max_util, min_cc)
+    hidden = len(driver.devices) - len(candidates)
+    if as_json:
+        data = _envelope(driver, devices, redact)
+        data["pick"] = {
+            "requested": n,
+            "qualified": chosen.candidates,
+            "chosen": [d.uuid if by == "uuid" else d.index for d in chosen.chosen],
+            "lines": export_lines(chosen.chosen, by, shell) if chosen.chosen else [],
+            "rejected": {str(k): v for k, v in chosen.rejected.items()},
+        }
+        echo(_json(data))
+    elif chosen.chosen:
+        echo("\n".join(export_lines(chosen.chosen, by, shell)))
+    if not chosen.chosen:
+        why = "; ".join(f"GPU {i}: {r}" for i, r in sorted(chosen.rejected.items()))
+        within = f" (CUDA_VISIBLE_DEVICES hides {hidden})" if hidden else ""
+        echo(
+            f"cudadoctor: only {chosen.candidates} of {len(candidates)} GPUs qualify{within}, {n} requested"
+            + (f" ({why})" if why else ""),
+            err=True,
+        )
+        return EXIT_NOT_ENOUGH_GPUS
+    return EXIT_OK
+
+
+def _watch(
+    sort_by: str, reverse: bool, as_json: bool, interval: float, wide: bool, redact: bool, timeout: float
+) -> int:
     clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() and not as_json else ""
     try:
         while True:
-            driver, problem = _snapshot()
-            if driver is None or driver.init_status != "ok":
-                text = f"cudadoctor: {problem or (driver.init_status if driver else 'no NVML')}"
+            driver = snapshot(with_processes=True, timeout=timeout)
+            problem = _problem(driver)
+            if problem is not None and (driver.init_status != "ok" or driver.device_count is None):
+                text = problem[0]
             elif as_json:
-                text = _json(_envelope(driver, sort_devices(driver.devices, sort_by, reverse)), indent=None)
+                text = _json(_envelope(driver, sort_devices(driver.devices, sort_by, reverse), redact), indent=None)
             else:
                 stamp = time.strftime("%H:%M:%S")
                 text = f"{stamp}  every {interval:g} s, Ctrl-C to stop\n" + _table(
-                    driver, sort_devices(driver.devices, sort_by, reverse)
+                    driver, sort_devices(driver.devices, sort_by, reverse), wide, redact
                 )
-            _out(clear + text + ("" if clear else "\n"))
+            echo(clear + text + ("" if clear or as_json else "\n"))
+            sys.stdout.flush()
             time.sleep(interval)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -32,10 +32,19 @@ class Pick:
     rejected: dict[int, str]  # NVML index -> why not
 
 
-def pick(devices: list[NvmlDevice], n: int, min_free: int | None = None, max_util: int | None = None) -> Pick:
+def pick(
+    devices: list[NvmlDevice],
+    n: int,
+    min_free: int | None = None,
+    max_util: int | None = None,
+    min_cc: str | None = None,
+) -> Pick:
     """The n GPUs with the most free memory (then the least busy) that meet the constraints."""
+    from cudadoctor.knowledge.architectures import parse_cc
+
     rejected: dict[int, str] = {}
     ok: list[NvmlDevice] = []
+    need_cc = parse_cc(min_cc)
     for d in devices:
         if d.error:
             rejected[d.index] = d.error
@@ -47,6 +56,8 @@ def pick(devices: list[NvmlDevice], n: int, min_free: int | None = None, max_uti
             rejected[d.index] = "too little free memory"
         elif max_util is not None and (d.utilization_gpu is None or d.utilization_gpu > max_util):
             rejected[d.index] = "too busy"
+        elif need_cc is not None and ((cc := parse_cc(d.compute_capability)) is None or cc < need_cc):
+            rejected[d.index] = f"compute capability {d.compute_capability or 'unknown'} below {min_cc}"
         else:
             ok.append(d)
     ok.sort(key=lambda d: (-_num(d.memory_free, -1), _num(d.utilization_gpu, 101), d.index))

@@ -87,6 +87,8 @@ def _finding(w: _Writer, f: Finding) -> None:
             w.line("        " + ln)
     if f.severity is Severity.OK:
         return
+    if f.cause:
+        w.line(f"      Follows from {f.cause}: fix that first.", "bold")
     if f.why:
         w.para(f.why, 6, "dim")
     for rem in f.fix:

@@ -33,9 +33,13 @@ _HANG_HINTS = {
 }
 
 
-def evaluate(outcomes: list[ProbeOutcome]) -> list[Finding]:
+def evaluate(outcomes: list[ProbeOutcome], facts: object = None) -> list[Finding]:
+    """CD001/CD002 for a probe that left no facts; a probe whose child hung or crashed after reporting
+    some facts is told by its own rule (CD123, CD212, …), which knows what it means."""
     out = []
     for o in outcomes:
+        if facts is not None and getattr(facts, o.name, None) is not None:
+            continue
         if o.status == "crashed":
             out.append(
                 PROBE_CRASHED.finding(

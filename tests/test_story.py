@@ -1,0 +1,304 @@
+"""The house rules for verdicts, held on random machines (hypothesis):
+
+- knowing less never adds a problem: forgetting any facts (None = unknown) never adds an error or a
+  warning, other than the doctor's findings about itself;
+- one story: no two findings contradict each other, and a finding that follows from a root cause
+  points at it while the verdict names the root cause.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cudadoctor.facts import (
+    BandwidthFacts,
+    CudaDriverFacts,
+    DriverFacts,
+    Facts,
+    NvmlDevice,
+    PciDevice,
+    PciFacts,
+    SmokeFacts,
+    SmokeStep,
+    SystemFacts,
+    ToolkitFacts,
+    TorchDevice,
+    TorchFacts,
+    Transfer,
+)
+from cudadoctor.knowledge import wheels
+from cudadoctor.report import ProbeOutcome, Severity, Status, build
+from cudadoctor.rules import evaluate
+from cudadoctor.rules.requirements import Requirements
+
+GPUS = [
+    ("Tesla K80", "3.7"),
+    ("Tesla V100-SXM2-32GB", "7.0"),
+    ("Tesla T4", "7.5"),
+    ("NVIDIA A100-SXM4-80GB", "8.0"),
+    ("NVIDIA GeForce RTX 3090", "8.6"),
+    ("NVIDIA GeForce RTX 4090", "8.9"),
+    ("NVIDIA H100 80GB HBM3", "9.0"),
+    ("NVIDIA GeForce RTX 5090", "12.0"),
+]
+DRIVERS = [("470.82.01", 11040), ("535.104.05", 12020), ("550.54.14", 12040), ("580.95.05", 13000)]
+TORCH = ["2.13.0+cu130", "2.13.0+cu126", "2.8.0+cu128", "2.5.1+cu121", "2.13.0+cpu", "2.7.0+cu118"]
+STATUSES = ["ok", "LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED", "LIB_RM_VERSION_MISMATCH", "NO_PERMISSION", "UNKNOWN"]
+MAYBE_BOOL = st.sampled_from([True, False, None])
+
+
+@st.composite
+def devices(draw: st.DrawFn) -> list[NvmlDevice]:
+    out = []
+    for i in range(draw(st.integers(0, 3))):
+        name, cc = draw(st.sampled_from(GPUS))
+        total = 80 << 30
+        used = draw(st.integers(0, 80)) << 30
+        out.append(
+            NvmlDevice(
+                index=i,
+                name=draw(st.sampled_from([name, None])),
+                uuid=f"GPU-{i:08x}-1111-2222-3333-444455556666",
+                pci_bus_id=f"00000000:{0x18 + i:02X}:00.0",
+                compute_capability=draw(st.sampled_from([cc, None])),
+                memory_total=total,
+                memory_used=used,
+                memory_free=total - used,
+                pcie_gen_current=draw(st.sampled_from([4, 5, None])),
+                pcie_gen_max=5,
+                pcie_width_current=draw(st.sampled_from([8, 16, None])),
+                pcie_width_max=16,
+                mig_enabled=draw(MAYBE_BOOL),
+                error=draw(st.sampled_from([None, None, None, "GPU_IS_LOST"])),
+            )
+        )
+    return out
+
+
+@st.composite
+def torch_facts(draw: st.DrawFn, gpus: list[NvmlDevice]) -> TorchFacts:
+    version = draw(st.sampled_from(TORCH))
+    local = version.partition("+")[2]
+    cuda = None if local == "cpu" else f"{local[2:-1]}.{local[-1]}"
+    available = draw(MAYBE_BOOL) if cuda else False
+    flags = wheels.official_arch_flags(version)
+    return TorchFacts(
+        python_executable="/opt/venv/bin/python",
+        installed=draw(st.sampled_from([True, True, True, False])),
+        version=version,
+        path="/opt/venv/lib/python3.11/site-packages/torch",
+        cuda=cuda,
+        cuda_built=cuda is not None,
+        arch_flags=draw(st.sampled_from([list(flags), None])) if flags else [],
+        cudnn_built=cuda is not None,
+        is_available=available,
+        device_count=len(gpus) if available else 0,
+        devices=[TorchDevice(d.index, d.name, d.compute_capability) for d in gpus] if available else [],
+        cudnn_version=draw(st.sampled_from([91002, None])) if available else None,
+        cudnn_present=draw(MAYBE_BOOL) if available else None,
+        kernel_error=draw(st.sampled_from([None, None, "RuntimeError: no kernel image is available"]))
+        if available
+        else None,
+        loaded_libraries=draw(st.sampled_from([None, {}, {"cudnn": ["/usr/lib/x86_64-linux-gnu/libcudnn.so.9"]}])),
+        complete=True,
+    )
+
+
+@st.composite
+def machines(draw: st.DrawFn) -> Facts:
+    gpus = draw(devices())
+    status = draw(st.sampled_from(STATUSES))
+    version, cuda = draw(st.sampled_from(DRIVERS))
+    driver = DriverFacts(
+        binding="nvidia-ml-py 13.615.71",
+        library_loaded=status != "LIBRARY_NOT_FOUND",
+        init_status=status,
+        driver_version=version if status == "ok" else None,
+        cuda_driver_version=cuda if status == "ok" else None,
+        device_count=len(gpus) if status == "ok" else None,
+        devices=gpus if status == "ok" else [],
+        missing_functions=draw(st.sampled_from([[], ["nvmlDeviceGetComputeRunningProcesses_v3"]])),
+    )
+    env = draw(
+        st.sampled_from([None, {}, {"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}])
+    )
+    system = SystemFacts(
+        os=draw(st.sampled_from(["Linux", "Linux", "Windows", "Darwin"])),
+        os_id=draw(st.sampled_from(["ubuntu", "rhel", None])),
+        machine=draw(st.sampled_from(["x86_64", "aarch64", None])),
+        python_version="3.11.7",
+        hostname="box",
+        user="alice",
+        in_container=draw(MAYBE_BOOL),
+        wsl=draw(MAYBE_BOOL),
+        shm_total=draw(st.sampled_from([64 << 20, 32 << 30, None])),
+        env=env,
+    )
+    pci = PciFacts(
+        scanned=draw(st.booleans()),
+        nvidia_gpus=[PciDevice(address=f"0000:{0x18 + i:02x}:00.0", kernel_driver="nvidia") for i in range(len(gpus))],
+    )
+    cuda_driver = CudaDriverFacts(
+        library_found=draw(MAYBE_BOOL),
+        init_result=draw(st.sampled_from([0, 3, 34, 100, 999, None])),
+        driver_version=cuda,
+        device_count=len(gpus),
+    )
+    toolkit = ToolkitFacts(nvcc_version=draw(st.sampled_from([None, "12.4", "13.0"])))
+    bandwidth = draw(
+        st.sampled_from(
+            [
+                None,
+                BandwidthFacts(skipped="no usable CUDA device"),
+                BandwidthFacts(transfers=[Transfer(0, "h2d", "pinned", 12.0), Transfer(0, "h2d", "pageable", 11.0)]),
+            ]
+        )
+    )
+    smoke = draw(
+        st.sampled_from(
+            [None, SmokeFacts(steps=[SmokeStep("cpu", "mlp", [2.3, 2.0], 50.0)], dataloader_ok=True, checkpoint_ok=True)]
+        )
+    )
+    return Facts(
+        system=system,
+        pci=pci,
+        driver=driver,
+        cuda_driver=cuda_driver,
+        toolkit=toolkit,
+        torch=draw(torch_facts(gpus)),
+        bandwidth=bandwidth,
+        smoke=smoke,
+    )
+
+
+def _optional(cls: type, name: str) -> bool:
+    tp = typing.get_type_hints(cls)[name]
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
+
+
+def forget(facts: Facts, draw: st.DrawFn) -> Facts:
+    """A copy with some Optional facts, at any depth of the probe facts, replaced by None."""
+
+    def walk(obj: object) -> object:
+        if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+            return obj
+        changes = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if _optional(type(obj), f.name) and value is not None and draw(st.integers(0, 5)) == 0:
+                changes[f.name] = None
+            elif dataclasses.is_dataclass(value):
+                changes[f.name] = walk(value)
+            elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+                changes[f.name] = [walk(v) for v in value]
+        return dataclasses.replace(obj, **changes)
+
+    return walk(facts)  # type: ignore[return-value]
+
+
+def problems(facts: Facts, req: Requirements | None = None) -> set[str]:
+    return {
+        f.code
+        for f in evaluate(facts, [], req)
+        if f.severity in (Severity.ERROR, Severity.WARNING) and f.section != "Doctor"
+    }
+
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(machines(), st.data())
+def test_knowing_less_never_adds_a_problem(facts: Facts, data: st.DataObject) -> None:
+    less = forget(facts, data.draw)
+    assert problems(less) <= problems(facts)
+
+
+@SETTINGS
+@given(machines(), st.data())
+def test_knowing_less_never_fails_the_gate_more(facts: Facts, data: st.DataObject) -> None:
+    req = Requirements(require_gpus=1, min_free_memory=8 << 30, min_compute_capability="8.0")
+    less = forget(facts, data.draw)
+    assert problems(less, req) - {"CD501", "CD502", "CD503"} <= problems(facts, req)
+
+
+# Pairs that can never both be true of one machine.
+CONTRADICTIONS = [
+    ("CD100", "CD101"),
+    ("CD100", "CD102"),
+    ("CD100", "CD103"),
+    ("CD100", "CD108"),
+    ("CD100", "CD130"),
+    ("CD120", "CD121"),
+    ("CD120", "CD122"),
+    ("CD120", "CD125"),
+    ("CD200", "CD210"),
+    ("CD200", "CD202"),
+    ("CD202", "CD216"),
+    ("CD108", "CD202"),
+    ("CD500", "CD501"),
+]
+
+
+def assert_one_story(findings: list) -> None:
+    codes = {f.code for f in findings}
+    for a, b in CONTRADICTIONS:
+        assert not (a in codes and b in codes), f"{a} and {b} contradict: {sorted(codes)}"
+    known = {f.code for f in findings}
+    for f in findings:
+        assert f.cause is None or f.cause in known, f"{f.code} points at {f.cause}, which is not in the report"
+
+
+@SETTINGS
+@given(machines())
+def test_no_two_findings_contradict(facts: Facts) -> None:
+    findings = evaluate(facts, [])
+    assert_one_story(findings)
+    rep = build("check", facts, [], findings)
+    roots = [f for f in findings if f.severity is Severity.ERROR and f.cause is None]
+    if rep.status is Status.PROBLEMS and roots:
+        assert roots[0].title in rep.verdict  # the verdict names the root cause
+
+
+def test_the_hand_written_machines_tell_one_story() -> None:
+    import tests.test_rules_machines as machines_module
+    from tests import facts_fixtures as fx
+
+    dev = [fx.gpu(0, "NVIDIA A100-SXM4-80GB", "8.0")]
+    cases = [fx.no_driver(), fx.healthy(dev), fx.healthy(dev, driver="470.82.01", cuda=11040)]
+    cases[2].torch = fx.torch_cuda("2.13.0+cu130", "13.0", machines_module.CU13X, dev, available=False)
+    for facts in cases:
+        assert_one_story(evaluate(facts, []))
+
+
+def test_a_consequence_points_at_its_root_cause() -> None:
+    from tests import facts_fixtures as fx
+
+    facts = fx.no_driver()
+    findings = evaluate(facts, [], Requirements(require_gpus=1))
+    by = {f.code: f for f in findings}
+    assert by["CD501"].cause == "CD108"
+    rep = build("check", facts, [], findings)
+    assert rep.verdict.startswith("PROBLEMS") and "No NVIDIA GPU in this machine" in rep.verdict
+
+
+def test_a_verdict_names_its_scope() -> None:
+    from tests import facts_fixtures as fx
+
+    facts = Facts(toolkit=ToolkitFacts())
+    outcomes = [ProbeOutcome("toolkit", "ok", 0.1)] + [
+        ProbeOutcome(n, "skipped", 0.0) for n in ("torch", "system", "pci", "driver", "cuda_driver")
+    ]
+    expected = ["torch", "system", "pci", "driver", "cuda_driver", "toolkit"]
+    rep = build("check", facts, outcomes, evaluate(facts, outcomes), expected=expected)
+    assert rep.status is Status.HEALTHY
+    assert "1 of 6 checks ran: toolkit" in rep.verdict
+    assert "not checked: torch, system, pci, driver, cuda_driver" in rep.verdict
+    timed_out = [*outcomes[1:], ProbeOutcome("toolkit", "timeout", 10.0, "did not finish within 10 s")]
+    rep = build("check", fx.no_driver(), timed_out, [], expected=expected)
+    assert rep.status is Status.INCOMPLETE and rep.exit_code == 3 and "failed: toolkit timeout" in rep.verdict
