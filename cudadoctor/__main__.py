@@ -8,8 +8,10 @@ plain exit 130 with no traceback; SIGTERM is 143 and SIGHUP 129. Every child pro
 from __future__ import annotations
 
 import os
-import signal
 import sys
+
+# _signal, not signal: the Python module builds enums at import, long enough for a Ctrl-C to land in it
+import _signal
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -21,9 +23,9 @@ def _on_signal(signum: int, frame: object) -> None:
 
 def install_signal_handlers() -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
+        sig = getattr(_signal, name, None)
         if sig is not None:
-            signal.signal(sig, _on_signal)
+            _signal.signal(sig, _on_signal)
 
 
 def main() -> None:

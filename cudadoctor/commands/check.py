@@ -28,7 +28,7 @@ def requirements(config_file: str | None, options: dict[str, Any]) -> Requiremen
     """Config file first (an explicit --config, else the nearest one), then options on top."""
     from cudadoctor.commands.config import KEYS
 
-    found = load_file(config_file) if config_file else find_config()
+    found = load_file(config_file) if config_file is not None else find_config(warn=_warn)
     base = from_mapping(*found) if found else Requirements()
     parsed: dict[str, Any] = {}
     for key, (name, parse) in KEYS.items():
@@ -40,6 +40,10 @@ def requirements(config_file: str | None, options: dict[str, Any]) -> Requiremen
         except ValueError as exc:
             raise ConfigError(f"--{key}: {exc}") from None
     return merge(base, **parsed)
+
+
+def _warn(message: str) -> None:
+    echo(f"cudadoctor: warning: {message}", err=True)
 
 
 def _option_value(name: str, value: Any) -> Any:
@@ -216,6 +220,8 @@ def run_check(
     for option, path in (("--output", output), ("--junit", junit)):
         if path is not None:
             _check_writable(path, option)
+    if python is not None and not python:
+        fail("--python: an empty path")
     try:
         req = requirements(config_file, gate)
     except ValueError as exc:  # ConfigError and bad option values

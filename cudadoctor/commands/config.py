@@ -60,6 +60,8 @@ def _size(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a size")
     if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value!r} is negative")
         return value
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a size (examples: 8GiB, 8G, 8192MiB)")
@@ -99,12 +101,24 @@ def _load_toml(path: str) -> dict[str, Any]:
             return tomllib.load(fh)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
-def find_config(start: str | None = None) -> tuple[str, dict[str, Any]] | None:
-    """cudadoctor.toml, else pyproject.toml with [tool.cudadoctor], in `start` or a parent directory."""
+def _section(data: dict[str, Any], source: str) -> Any:
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{source}: tool: expected a table, got {type(tool).__name__}")
+    return tool.get("cudadoctor")
+
+
+def find_config(start: str | None = None, warn: Any = None) -> tuple[str, dict[str, Any]] | None:
+    """cudadoctor.toml, else pyproject.toml with [tool.cudadoctor], in `start` or a parent directory.
+
+    A pyproject.toml that is not valid TOML belongs to some other project: `warn` is told and the
+    search goes on. Ours (cudadoctor.toml, or a [tool.cudadoctor] that is wrong) is an error."""
     here = os.path.abspath(start or os.getcwd())
     while True:
         own = os.path.join(here, "cudadoctor.toml")
@@ -112,7 +126,13 @@ def find_config(start: str | None = None) -> tuple[str, dict[str, Any]] | None:
             return own, _load_toml(own)
         pyproject = os.path.join(here, "pyproject.toml")
         if os.path.isfile(pyproject):
-            section = _load_toml(pyproject).get("tool", {}).get("cudadoctor")
+            try:
+                data = _load_toml(pyproject)
+            except ConfigError as exc:
+                if warn is not None:
+                    warn(f"ignoring {exc}")
+                data = {}
+            section = _section(data, pyproject) if isinstance(data.get("tool"), dict) else None
             if section is not None:
                 return f"{pyproject} [tool.cudadoctor]", section
         parent = os.path.dirname(here)
@@ -122,9 +142,11 @@ def find_config(start: str | None = None) -> tuple[str, dict[str, Any]] | None:
 
 
 def load_file(path: str) -> tuple[str, dict[str, Any]]:
+    if not path:
+        raise ConfigError("--config: an empty path")
     data = _load_toml(path)
     if os.path.basename(path) == "pyproject.toml":
-        return f"{path} [tool.cudadoctor]", data.get("tool", {}).get("cudadoctor", {})
+        return f"{path} [tool.cudadoctor]", _section(data, path) or {}
     return path, data
 
 

@@ -1,0 +1,447 @@
+"""Never falls over, fits the terminal, leaks nothing (issue 11): each defect found by trying the tool
+hard, as a new user and as an attacker would, with its regression test."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudadoctor.cli import cli
+from cudadoctor.facts import NvmlDevice
+from cudadoctor.knowledge.secrets import mask_secrets, mask_value
+from cudadoctor.knowledge.visibility import parse
+from cudadoctor.render.gpus_table import unique_prefixes
+from cudadoctor.render.redact import make_scrub
+from tests.conftest import H100_HEALTHY, ROOT
+
+PY = sys.executable
+
+
+def fake_python(tmp_path: Path, body: str) -> str:
+    """An "interpreter" that passes the doctor's Python 3 check, then does `body` as the torch child."""
+    path = tmp_path / "python"
+    path.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then echo 3; exit 0; fi\n{body}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def doctor(
+    *args: str, env: dict | None = None, timeout: float = 60, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    e = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    encoding = e.get("PYTHONIOENCODING", "utf-8")
+    return subprocess.run(
+        [PY, "-m", "cudadoctor", *args],
+        capture_output=True,
+        encoding=encoding,
+        errors="replace",
+        env=e,
+        timeout=timeout,
+        cwd=cwd,
+    )
+
+
+# -- children: bounded, and their failures named ----------------------------------------------------
+
+
+def test_a_flooding_interpreter_is_stopped_and_memory_stays_bounded(tmp_path):
+    python = fake_python(tmp_path, "exec yes CUDADOCTOR_FLOOD_LINE_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    r = doctor("check", "--only", "torch", "--python", python, "--json")
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert r.returncode == 3, r.stderr  # the torch check failed: incomplete, never "not installed"
+    data = json.loads(r.stdout)
+    codes = [f["code"] for f in data["findings"]]
+    assert "CD201" not in codes and "CD212" in codes
+    assert "printed more than" in json.dumps(data["findings"])
+    assert max(before, peak_kib) < 400 * 1024  # KiB: a few hundred MB at most, whatever the child prints
+
+
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        ("kill -SEGV $$", "SIGSEGV"),
+        ("echo 'CUDADOCTOR_TORCH_FACTS {not json at all'", "printed no facts"),
+        ("echo garbage; exit 0", "printed no facts"),
+    ],
+)
+def test_a_crashing_or_garbled_torch_child_is_a_failed_check_not_a_missing_torch(tmp_path, body, words):
+    r = doctor("check", "--only", "torch", "--python", fake_python(tmp_path, body), "--json")
+    assert r.returncode == 3, r.stderr
+    data = json.loads(r.stdout)
+    codes = [f["code"] for f in data["findings"]]
+    assert "CD201" not in codes and "CD212" in codes, codes
+    assert words in json.dumps(data)
+
+
+def test_a_hung_torch_child_is_exit_3_within_the_timeout(tmp_path):
+    start = time.monotonic()
+    r = doctor("check", "--only", "torch", "--python", fake_python(tmp_path, "exec sleep 300"), "--timeout", "2")
+    assert time.monotonic() - start < 15
+    assert r.returncode == 3 and "Traceback" not in r.stderr + r.stdout
+    assert "INCOMPLETE" in r.stdout
+
+
+def test_the_interpreter_check_obeys_timeout(tmp_path):
+    path = tmp_path / "python"
+    path.write_text("#!/bin/sh\nexec sleep 300\n")
+    path.chmod(0o755)
+    start = time.monotonic()
+    r = doctor("check", "--only", "torch", "--python", str(path), "--timeout", "1")
+    assert time.monotonic() - start < 10  # was 15 s regardless
+    assert r.returncode == 2 and "did not answer within 1 s" in r.stderr
+
+
+# -- signals ----------------------------------------------------------------------------------------
+
+
+def _leftovers(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if marker in ln and "ps -eo" not in ln]
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_signals_end_the_doctor_and_every_child_it_started(tmp_path, sig, code):
+    marker = f"299.{sig.value}{os.getpid() % 1000}"
+    python = fake_python(tmp_path, f"sleep {marker} & exec sleep {marker}")  # a child and a grandchild
+    p = subprocess.Popen(
+        [PY, "-m", "cudadoctor", "check", "--only", "torch", "--python", python],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 20
+    while not _leftovers(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _leftovers(marker), "the torch child never started"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == code
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 5
+    while _leftovers(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _leftovers(marker) == []
+
+
+@pytest.mark.parametrize("delay", [0.35, 0.5, 0.7, 1.0])
+def test_ctrl_c_during_start_up_is_130_without_a_traceback(delay):
+    """Ctrl-C while the doctor imports and starts its probes. (A signal inside the interpreter's own
+    start-up, before any of cudadoctor runs, is Python's to report: not ours to catch.)"""
+    p = subprocess.Popen(
+        [PY, "-m", "cudadoctor", "check", "--skip", "torch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=20)
+    if "init_import_site" in err:
+        pytest.skip("the signal came during the interpreter's own start-up")
+    assert p.returncode in (130, 1), err  # 1 only if it had already finished
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+# -- output errors and encodings ---------------------------------------------------------------------
+
+
+def test_a_closed_pipe_ends_quietly(fake_libs, tmp_path):
+    machine = tmp_path / "m.txt"
+    machine.write_text(H100_HEALTHY)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FAKE_NVML_MACHINE": str(machine),
+        "LD_LIBRARY_PATH": str(fake_libs[0]),
+    }
+    p = subprocess.run(
+        f"{PY} -m cudadoctor gpus --watch 0.2 | head -3",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert len(p.stdout.splitlines()) == 3
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["check", "--skip", "torch"], ["check", "--skip", "torch", "--json"]])
+def test_a_full_disk_is_one_line(args):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(
+            [PY, "-m", "cudadoctor", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=60,
+        )
+    assert p.returncode == 3
+    assert "Traceback" not in p.stderr and "cannot write output" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "gbk", "latin-1"])
+def test_consoles_without_the_marks_get_ascii(encoding):
+    r = doctor("check", "--skip", "torch", env={"PYTHONIOENCODING": encoding})
+    assert "Traceback" not in r.stderr
+    assert r.returncode in (0, 1)
+    if encoding == "ascii":
+        assert "✗" not in r.stdout and "x CD108" in r.stdout  # the fallback mark
+
+
+def test_text_report_fits_80_columns_and_wraps_with_a_hanging_indent():
+    r = doctor("check", "--skip", "torch")
+    for line in r.stdout.splitlines():
+        if line.startswith("          ") and ("torch" in line or "device" in line):
+            continue  # fix commands are never wrapped: they must paste as they are
+        assert len(line) <= 80, line
+
+
+# -- hostile input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ["²", "①", "٣", "1" * 100_000, "0,²", "GPU-²"])
+def test_cuda_visible_devices_takes_ascii_digits_only(raw):
+    devices = [NvmlDevice(index=i, name="A100", uuid=f"GPU-{i}aaa", compute_capability="8.0") for i in range(2)]
+    vis = parse(raw, devices)
+    first = raw.split(",")[0]
+    assert vis.invalid_entry is not None
+    if first != "0":
+        assert vis.hides_all  # an invalid first entry hides every GPU, as in CUDA
+    r = doctor("check", "--skip", "torch", "--json", env={"CUDA_VISIBLE_DEVICES": raw[:20000]})
+    assert "Traceback" not in r.stderr and r.returncode in (0, 1)
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda p: p.write_text("[" * 1000 + "]" * 1000), "nested too deeply"),
+        (
+            lambda p: p.write_text('{"tool":"cudadoctor","schema_version":2,"facts":' + "[" * 900 + "]" * 900 + "}"),
+            "deeply",
+        ),
+        (lambda p: os.mkfifo(p), "not a regular file"),
+        (lambda p: p.write_bytes(b"\0\1\2binary"), "binary"),
+        (lambda p: p.write_text('{"tool":"cudadoctor","schema_version":99,"facts":{}}'), "newer than"),
+    ],
+)
+def test_from_hostile_files_is_one_line_within_a_bound(tmp_path, make, message):
+    path = tmp_path / "report.json"
+    make(path)
+    start = time.monotonic()
+    r = doctor("check", "--from", str(path), timeout=20)
+    assert time.monotonic() - start < 10
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_from_dev_zero_is_refused_at_once():
+    r = doctor("check", "--from", "/dev/zero", timeout=20)
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("tool = 5\n", "tool: expected a table"),
+        ("[tool.cudadoctor]\nmin-free-memory = -5\n", "min-free-memory"),
+        ("[tool.cudadoctor]\nmin-free-memory = '-8GiB'\n", "min-free-memory"),
+        ("[tool.cudadoctor]\nmin-compute-capability = '².0'\n", "min-compute-capability"),
+        ("[tool.cudadoctor]\nrequire-gpus = '²'\n", "require-gpus"),
+    ],
+)
+def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, words):
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text(text)
+    r = doctor("check", "--skip", "torch", "--config", str(cfg))
+    assert r.returncode == 2 and words in r.stderr and str(cfg) in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_unrelated_broken_pyproject_is_a_warning(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project\nname = broken")
+    r = doctor("check", "--skip", "torch", cwd=tmp_path)
+    assert r.returncode in (0, 1)  # not a usage error
+    assert "warning: ignoring" in r.stderr and "pyproject.toml" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["--output", ""], ["--junit", ""], ["--python", ""], ["--config", ""]])
+def test_empty_paths_are_usage_errors(args):
+    r = CliRunner().invoke(cli, ["check", "--skip", "torch", *args])
+    assert r.exit_code == 2 and "empty path" in r.output
+
+
+# -- leaks nothing --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command,secret",
+    [
+        ("python train.py --token abc123XYZ", "abc123XYZ"),
+        ("python train.py --api-key=abc123XYZ", "abc123XYZ"),
+        ("python x.py hf_abcdefghijklmnopqrstuv", "hf_abcdefghijklmnopqrstuv"),
+        ("python x.py sk-proj-abcdefghijklmnop", "sk-proj-abcdefghijklmnop"),
+        ("aws AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP"),
+        ("git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123@github.com/x/y", "ghp_abcdefghijklmnopqrstuvwxyz0123"),
+        ("pip install --index-url https://user:pa55w0rd@host/simple x", "pa55w0rd"),
+        ("curl https://host/x?access_token=abc123XYZ&y=1", "abc123XYZ"),
+    ],
+)
+def test_secret_looking_arguments_are_masked(command, secret):
+    masked = mask_secrets(command)
+    assert secret not in masked and "***" in masked
+    assert masked.split()[0] == command.split()[0]  # the rest is kept
+
+
+def test_query_string_credentials_in_the_environment_are_masked():
+    assert (
+        mask_value("PIP_EXTRA_INDEX_URL", "https://host/simple?access_token=SECRET")
+        == "https://host/simple?access_token=***"
+    )
+    assert mask_value("HF_TOKEN", "hf_x") == "***"
+
+
+def test_gpus_masks_process_command_lines(fake_libs, tmp_path):
+    sleeper = subprocess.Popen(
+        [PY, "-c", "import time; time.sleep(60)", "--token", "TOPSECRET123", "hf_abcdefghijklmnop"]
+    )
+    try:
+        machine = tmp_path / "m.txt"
+        machine.write_text(H100_HEALTHY + f"process gpu=0 pid={sleeper.pid} mem=1073741824\n")
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "FAKE_NVML_MACHINE": str(machine),
+            "LD_LIBRARY_PATH": str(fake_libs[0]),
+        }
+        for args in (["gpus"], ["gpus", "--json"], ["gpus", "--wide"]):
+            p = subprocess.run([PY, "-m", "cudadoctor", *args], capture_output=True, text=True, env=env, timeout=30)
+            assert p.returncode == 0, p.stderr
+            assert "TOPSECRET123" not in p.stdout and "hf_abcdefghijklmnop" not in p.stdout
+            if args != ["gpus"]:  # (the 80-column table cuts the command line before it)
+                assert "--token ***" in p.stdout
+    finally:
+        sleeper.kill()
+
+
+def test_redaction_keeps_fix_commands_and_takes_short_hosts_and_bare_uuids():
+    scrub = make_scrub("gpu01.example.com", "torch")
+    assert scrub("pip install torch==2.13.0", True) == "pip install torch==2.13.0"  # a user named torch
+    assert (
+        scrub("/home/torch/venv/bin/python -m pip install torch", True)
+        == "/home/<user>/venv/bin/python -m pip install torch"
+    )
+    assert scrub("host gpu01 and gpu01.example.com", False) == "host <host> and <host>"
+    assert scrub("uuid 3f1e9a2c-1111-2222-3333-444455556666", False) == "uuid <uuid>"
+    assert scrub("GPU-3f1e9a2c", False) == "GPU-<redacted>"
+
+
+def test_the_text_report_honours_redact():
+    import socket
+
+    host = socket.gethostname()
+    r = doctor("check", "--skip", "torch", "--redact")
+    assert r.returncode in (0, 1)
+    if len(host) > 2:
+        assert host not in r.stdout
+    assert "<host>" in r.stdout.splitlines()[0]
+
+
+# -- fits the terminal, speaks its conventions ----------------------------------------------------------
+
+
+def test_unique_uuid_prefixes_tell_four_a100s_apart():
+    uuids = [f"GPU-3f1e9a2c-{i}a00-4000-8000-00000000000{i}" for i in range(4)]
+    shown = unique_prefixes(uuids)
+    assert len(set(shown.values())) == 4
+    assert all(len(v) < len(u) for u, v in shown.items())
+    devices = [NvmlDevice(index=i, uuid=u) for i, u in enumerate(uuids)]
+    for u, prefix in shown.items():  # CUDA_VISIBLE_DEVICES accepts the prefix as it is
+        assert parse(prefix, devices).selected[0].device.uuid == u
+
+
+def test_pick_chooses_within_cuda_visible_devices_and_by_capability(run_cli):
+    machine = (
+        "driver 580.95.05\ncuda 13000\n"
+        'device name="Tesla T4" cc=7.5 used=0 total=16000000000\n'
+        'device name="NVIDIA A100-SXM4-80GB" cc=8.0 used=60000000000\n'
+        'device name="NVIDIA A100-SXM4-80GB" cc=8.0 used=0\n'
+    )
+    env = {"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    r = run_cli("gpus", "--pick", "1", machine=machine, env=env)
+    assert r.code == 0 and r.stdout.strip().endswith("000000000001")  # GPU 2, the freest, is not visible
+    r = run_cli("gpus", "--pick", "1", "--min-cc", "8.0", machine=machine, env=env)
+    assert r.code == 0 and r.stdout.strip().endswith("000000000001")
+    r = run_cli("gpus", "--pick", "2", "--min-cc", "8.0", machine=machine, env=env)
+    assert r.code == 4 and "compute capability 7.5 below 8.0" in r.stderr and "hides 1" in r.stderr
+
+
+def test_nvml_crash_and_hang_and_a_failing_count(run_cli):
+    crash = H100_HEALTHY + "crash_in nvmlDeviceGetUUID\n"
+    r = run_cli("gpus", machine=crash)
+    assert r.code == 3 and "SIGSEGV" in r.stderr and "nvmlDeviceGetUUID" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = run_cli("check", "--skip", "torch", "--json", machine=crash)
+    f = next(f for f in r.json["findings"] if f["code"] == "CD107")
+    assert "nvmlDeviceGetUUID" in f["title"]
+    start = time.monotonic()
+    r = run_cli("gpus", machine=H100_HEALTHY + "hang_in nvmlShutdown\n")
+    assert time.monotonic() - start < 10
+    assert r.code == 0 and "H100" in r.stdout and "nvmlShutdown" in r.stderr  # the table survives
+    r = run_cli("gpus", "--timeout", "2", machine=H100_HEALTHY + "hang_in nvmlDeviceGetMemoryInfo\n")
+    assert r.code == 3 and "nvmlDeviceGetMemoryInfo" in r.stderr
+    r = run_cli("gpus", machine=H100_HEALTHY + "count_error 999\n")
+    assert r.code == 3 and "nvmlDeviceGetCount" in r.stderr  # not an empty table and exit 0
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY + "count_error 999\n")
+    assert any("nvmlDeviceGetCount" in f["title"] for f in r.json["findings"])
+
+
+def test_explain_prints_the_fixes_too():
+    r = CliRunner().invoke(cli, ["explain", "cd103"])
+    assert r.exit_code == 0 and "Fix —" in r.output and "sudo reboot" in r.output
+
+
+def test_version_help_and_completion():
+    runner = CliRunner()
+    assert runner.invoke(cli, ["-V"]).output.startswith("cudadoctor, version")
+    bare = runner.invoke(cli, [])
+    assert bare.exit_code == 0 and "Commands" in bare.output and "gpus" in bare.output
+    for shell in ("bash", "zsh", "fish"):
+        r = runner.invoke(cli, ["completion", shell])
+        assert r.exit_code == 0 and "_CUDADOCTOR_COMPLETE" in r.output
+
+
+def test_completion_completes_commands_and_options():
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "_CUDADOCTOR_COMPLETE": "bash_complete",
+        "COMP_WORDS": "cudadoctor gp",
+        "COMP_CWORD": "1",
+    }
+    p = subprocess.run([PY, "-m", "cudadoctor"], capture_output=True, text=True, env=env, timeout=30)
+    assert "gpus" in p.stdout
+    env.update(COMP_WORDS="cudadoctor gpus --so", COMP_CWORD="2")
+    p = subprocess.run([PY, "-m", "cudadoctor"], capture_output=True, text=True, env=env, timeout=30)
+    assert "--sort-by" in p.stdout
+
+
+def test_a_replay_is_visibly_a_replay(tmp_path):
+    saved = tmp_path / "r.json"
+    doctor("check", "--skip", "torch", "--output", str(saved))
+    r = doctor("check", "--from", str(saved))
+    assert r.stdout.splitlines()[1].startswith("Replay of")
