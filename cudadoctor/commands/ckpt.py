@@ -1,0 +1,327 @@
+"""`cudadoctor ckpt inspect|fix`: what a checkpoint file is, whether torch.load will read it here, and a
+fixed copy when asked. The file's bytes are read here without torch and without unpickling
+(backends/ckpt.py); what needs torch runs in a child of the target interpreter (backends/ckpt_child.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from cudadoctor.cli import echo, fail, run_command
+
+FORMATS = ("text", "json", "markdown")
+CHILD_FORMATS = ("torch-zip", "torch-legacy")  # a test load and the devices usable here need torch
+FIXABLE = ("torch-zip", "torch-legacy", "safetensors", "hf-index")
+_NOT_FIXABLE = {
+    "lfs-pointer": "it is a Git LFS pointer, not the checkpoint",
+    "html": "it is an HTML page, not a checkpoint",
+    "corrupt": "it is truncated or damaged",
+    "empty": "it is empty",
+    "text": "it is a text file, not a checkpoint",
+    "unknown": "it is in no format torch reads",
+    "pickle": "it is a plain pickle, not written by torch.save",
+    "torchscript": "it is a TorchScript archive (torch.jit.load/torch.jit.save)",
+    "dcp": "it is a DCP directory (convert it with torch.distributed.checkpoint.format_utils.dcp_to_torch_save)",
+}
+
+
+def _common(fn: Any) -> Any:
+    for decorator in reversed(
+        [
+            click.option("--python", type=str, metavar="PATH", help="The interpreter whose torch reads the file."),
+            click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+            click.option("--redact", is_flag=True, help="Replace host and user names in the output."),
+            click.option(
+                "--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Time bound for the torch child."
+            ),
+            click.option(
+                "--trust",
+                is_flag=True,
+                help="Let torch unpickle with weights_only=False (runs code from the file: only for files you trust).",
+            ),
+            click.option("-v", "--verbose", is_flag=True, help="Show timings."),
+        ]
+    ):
+        fn = decorator(fn)
+    return fn
+
+
+@click.group()
+def ckpt() -> None:
+    """Diagnose a checkpoint file: format, devices, key prefixes, weights_only; write a fixed copy."""
+
+
+@ckpt.command(short_help="What a checkpoint is and whether torch.load reads it here.")
+@click.argument("path", type=str)
+@click.option("--model", type=str, metavar="MODULE:FACTORY", help="Compare keys and shapes with FACTORY()'s model.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
+@_common
+def inspect(path: str, model: str | None, **options: Any) -> None:
+    """What PATH is and whether torch.load will read it here, without running code from it.
+
+    PATH: a file (torch.save zip or legacy, TorchScript, safetensors, *.index.json) or a directory (DCP,
+    a Hugging Face sharded checkpoint).
+    """
+    run_command(run_inspect, path, model, **options)
+
+
+@ckpt.command(short_help="Write a fixed copy (CPU storages, no prefix, state dict, safetensors).")
+@click.argument("path", type=str)
+@click.option("--out", "out", type=str, required=True, metavar="NEW", help="Where to write the copy (must not exist).")
+@click.option(
+    "--to",
+    type=click.Choice(["cpu"]),
+    default="cpu",
+    show_default=True,
+    help="Device of the copy's storages (a CPU checkpoint loads anywhere; map_location moves it onto a GPU).",
+)
+@click.option("--strip-prefix", is_flag=True, help="Strip 'module.' / '_orig_mod.' from the state dict's keys.")
+@click.option("--state-dict-only", is_flag=True, help="Write only the model's state dict from a training checkpoint.")
+@click.option(
+    "--format",
+    "out_format",
+    type=click.Choice(["torch", "safetensors"]),
+    default="torch",
+    show_default=True,
+    help="Format of the copy (safetensors holds named tensors only).",
+)
+@click.option("--report", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
+@_common
+def fix(
+    path: str, out: str, to: str, strip_prefix: bool, state_dict_only: bool, out_format: str, **options: Any
+) -> None:
+    """Write a fixed copy of PATH to NEW: storages on the CPU, prefixes stripped, the state dict alone,
+    or safetensors. PATH is never changed; NEW must not exist."""
+    run_command(run_fix, path, out, to, strip_prefix, state_dict_only, out_format, **options)
+
+
+# ---------------------------------------------------------------------------------------------- bodies
+
+
+def _prepare(path: str, python: str | None, timeout: float | None, trust: bool) -> tuple[Any, str]:
+    from cudadoctor.backends.ckpt import InputError, inspect_path
+    from cudadoctor.commands.check import _target_python
+
+    if not path:
+        fail("an empty path")
+    try:
+        facts = inspect_path(path)
+    except InputError as exc:
+        fail(str(exc))
+    facts.trust = trust
+    return facts, _target_python(python, timeout)
+
+
+def _system(facts: Any) -> None:
+    from cudadoctor.backends.host import system_facts
+
+    try:
+        facts.system = system_facts({})
+    except Exception:  # the header is a nicety: never fail a checkpoint report over it
+        facts.system = None
+
+
+def _ask_torch(facts: Any, python: str, request: dict, timeout: float) -> Any:
+    """Run the child; fill facts.torch; return (the raw answer, the outcome)."""
+    from cudadoctor.backends.ckpt import run_child_request
+    from cudadoctor.facts.ckpt import CkptTorch
+    from cudadoctor.report import ProbeOutcome
+
+    start = time.monotonic()
+    answer, error, timed_out = run_child_request(python, request, timeout)
+    seconds = time.monotonic() - start
+    t = CkptTorch(python=python, timed_out=timed_out)
+    if answer:
+        for name in (
+            "version",
+            "import_error",
+            "cuda_available",
+            "device_count",
+            "weights_only_default",
+            "weights_only_ok",
+            "weights_only_error",
+            "unsafe_globals",
+            "loaded_tensor_count",
+            "child_error",
+        ):
+            if name in answer:
+                setattr(t, name, answer[name])
+        if answer.get("error") and request["action"] == "inspect":
+            t.child_error = answer["error"]
+    elif error:
+        t.child_error = error
+    facts.torch = t
+    status = "timeout" if timed_out else ("ok" if answer else "crashed")
+    if answer and answer.get("import_error"):
+        status, error = "skipped", f"no torch in {python}"  # not a failure: the scope says it was not checked
+    return answer or {}, ProbeOutcome("torch", status, round(seconds, 3), error=None if status == "ok" else error)
+
+
+def _emit(rep: Any, fmt: str, as_json: bool, redact: bool, verbose: bool) -> None:
+    import json
+
+    from cudadoctor.render import markdown, text
+    from cudadoctor.render.redact import report_data
+
+    fmt = "json" if as_json else fmt
+    if fmt in ("json", "markdown"):
+        data = report_data(rep, redact)
+        echo(json.dumps(data, indent=2) if fmt == "json" else markdown.render(data))
+    else:
+        text.render(rep, text.make_console(), verbose=verbose, redact=redact)
+
+
+def _report(facts: Any, outcomes: list) -> Any:
+    from cudadoctor.report import build
+    from cudadoctor.rules import ckpt as rules
+    from cudadoctor.rules.catalogue import SECTIONS
+
+    findings = rules.evaluate(facts)
+    order = {s: i for i, s in enumerate(SECTIONS)}
+    findings.sort(key=lambda x: (order[x.section], -x.severity.rank))
+    return build("ckpt", facts, outcomes, findings, expected=[o.name for o in outcomes])
+
+
+def run_inspect(
+    path: str,
+    model: str | None,
+    python: str | None,
+    fmt: str,
+    as_json: bool,
+    redact: bool,
+    timeout: float | None,
+    trust: bool,
+    verbose: bool,
+) -> int:
+    from cudadoctor.backends.ckpt import _request
+    from cudadoctor.facts.ckpt import ModelComparison
+    from cudadoctor.report import ProbeOutcome
+
+    start = time.monotonic()
+    facts, py = _prepare(path, python, timeout, trust)
+    outcomes = [ProbeOutcome("file", "ok", round(time.monotonic() - start, 3))]
+    _system(facts)
+    wanted = facts.format in CHILD_FORMATS or (model and facts.format in (*FIXABLE, "dcp"))
+    if wanted:
+        answer, outcome = _ask_torch(facts, py, _request(facts, "inspect", model=model), timeout or 120.0)
+        outcomes.append(outcome)
+        cmp = answer.get("model")
+        if isinstance(cmp, dict):
+            facts.model = ModelComparison(
+                factory=str(cmp.get("factory") or model),
+                error=cmp.get("error"),
+                model_keys=cmp.get("model_keys"),
+                matched=cmp.get("matched"),
+                missing=list(cmp.get("missing") or []),
+                unexpected=list(cmp.get("unexpected") or []),
+                mismatched=[list(map(str, r)) for r in cmp.get("mismatched") or []],
+                strip=list(cmp.get("strip") or []),
+                add=cmp.get("add"),
+            )
+    rep = _report(facts, outcomes)
+    _emit(rep, fmt, as_json, redact, verbose)
+    return rep.exit_code
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def run_fix(
+    path: str,
+    out: str,
+    to: str,
+    strip_prefix: bool,
+    state_dict_only: bool,
+    out_format: str,
+    python: str | None,
+    fmt: str,
+    as_json: bool,
+    redact: bool,
+    timeout: float | None,
+    trust: bool,
+    verbose: bool,
+) -> int:
+    from cudadoctor.backends.ckpt import InputError, _request, inspect_path
+    from cudadoctor.facts.ckpt import FixResult
+
+    if not out:
+        fail("--out: an empty path")
+    if os.path.lexists(out):
+        fail(
+            f"--out {out}: already exists; cudadoctor never overwrites a file"
+            if not _same_file(path, out)
+            else f"--out {out} is the input; write the copy to a new path"
+        )
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        fail(f"--out {out}: no such directory {parent}")
+    facts, py = _prepare(path, python, timeout, trust)
+    name = os.path.basename(facts.path)
+    if facts.format not in FIXABLE:
+        fail(
+            f"cannot fix {name}: {_NOT_FIXABLE.get(facts.format or '', facts.format)}"
+            f" (see `cudadoctor ckpt inspect {path}`)"
+        )
+    if facts.format == "hf-index" and (facts.missing_shards or facts.bad_shards):
+        fail(f"cannot fix {name}: shards are missing or broken (see `cudadoctor ckpt inspect {path}`)")
+    unsafe = facts.unsafe_globals or []
+    if unsafe and not trust:
+        shown = ", ".join(unsafe[:4]) + (f" and {len(unsafe) - 4} more" if len(unsafe) > 4 else "")
+        fail(
+            f"reading {name} needs globals torch does not allow by default ({shown});"
+            " pass --trust only if you trust its source"
+        )
+    if out_format == "safetensors" and not state_dict_only:
+        kinds = {c.kind for c in facts.contents or []}
+        if facts.state_dict_key != "" or kinds - {"state dict", "tensor"}:
+            fail("safetensors holds named tensors only: add --state-dict-only to write the model's state dict")
+    if state_dict_only and facts.state_dict_key is None:
+        fail(f"--state-dict-only: no model state dict found in {name}")
+    request = _request(
+        facts,
+        "fix",
+        out=os.path.abspath(out),
+        out_format=out_format,
+        strip=strip_prefix,
+        state_dict_only=state_dict_only,
+    )
+    answer, outcome = _ask_torch(facts, py, request, timeout or 600.0)
+    result = FixResult(out=out, format=out_format)
+    result.ok = bool(answer.get("ok"))
+    t = facts.torch
+    result.error = answer.get("error") or (t.import_error or t.child_error if t is not None else None)
+    result.bytes_written = answer.get("bytes_written")
+    result.tensors = answer.get("tensors")
+    result.stripped = list(answer.get("stripped") or [])
+    result.state_dict_only = bool(answer.get("state_dict_only"))
+    result.copied_shared = list(answer.get("copied_shared") or [])
+    result.verified = answer.get("verified")
+    result.verify_error = answer.get("verify_error")
+    result.mapped_from = sorted(d for d in (facts.storage_devices or {}) if d not in ("cpu", "unknown"))
+    if strip_prefix and not result.stripped and result.ok:
+        echo(f"cudadoctor: --strip-prefix: the keys of {name} carry no 'module.'/'_orig_mod.' prefix", err=True)
+    report_facts = facts
+    if result.ok:
+        try:
+            report_facts = inspect_path(out)
+        except InputError:
+            report_facts = facts
+        report_facts.torch = facts.torch
+    report_facts.fix = result
+    report_facts.system = None
+    _system(report_facts)
+    rep = _report(report_facts, [outcome])
+    _emit(rep, fmt, as_json, redact, verbose)
+    return rep.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(ckpt())

@@ -1,0 +1,860 @@
+"""Checkpoints (`cudadoctor ckpt`): what the file is, whether torch.load will read it here, and what
+to type when it will not. Facts: cudadoctor/facts/ckpt.py; sources: docs/ckpt.md and cuda-facts §6, §11
+(torch.serialization, torch.nn.modules.utils.consume_prefix_in_state_dict_if_present, safetensors)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from cudadoctor.facts.ckpt import CkptFacts
+from cudadoctor.knowledge.units import format_size
+from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.rules.catalogue import entry, fix
+
+S = "Checkpoint"
+
+LFS_POINTER = entry(
+    "CD600",
+    "ckpt-lfs-pointer",
+    Severity.ERROR,
+    S,
+    "The file is a Git LFS pointer, not the checkpoint",
+    """The repository was cloned without Git LFS (or with GIT_LFS_SKIP_SMUDGE=1), so the file holds the
+    three-line pointer Git LFS stores in place of the real file. torch.load fails with "invalid load key,
+    'v'" and safetensors with "HeaderTooLarge" (the text "version " read as a header length).""",
+)
+HTML_PAGE = entry(
+    "CD601",
+    "ckpt-html-page",
+    Severity.ERROR,
+    S,
+    "The file is an HTML page, not a checkpoint",
+    """The download saved a web page (a login page, a "blob" view, a quota or redirect page) under the
+    checkpoint's name. torch.load fails with "invalid load key, '<'". Download the raw file instead:
+    Hugging Face URLs use /resolve/ (not /blob/), GitHub uses raw.githubusercontent.com or ?raw=1, and
+    Google Drive needs a tool that follows its confirmation page (gdown).""",
+)
+TRUNCATED = entry(
+    "CD602",
+    "ckpt-truncated",
+    Severity.ERROR,
+    S,
+    "The checkpoint is truncated or damaged",
+    """The file ends before its format says it should (an interrupted download or copy, a full disk
+    while saving, a job killed during torch.save). torch.load fails with "PytorchStreamReader failed
+    reading zip archive: failed finding central directory" or "Ran out of input". No loader can recover
+    the missing bytes: download or copy it again and compare its size or checksum.""",
+)
+HEADER_TOO_LARGE = entry(
+    "CD603",
+    "ckpt-header-too-large",
+    Severity.ERROR,
+    S,
+    "safetensors: HeaderTooLarge — the file is not a complete safetensors file",
+    """A safetensors file starts with an 8-byte header length. A length over 100 MB (the library's
+    limit) means the first bytes are not a safetensors header at all: almost always a Git LFS pointer or
+    an incomplete download (transformers#27923).""",
+)
+NOT_A_CHECKPOINT = entry(
+    "CD604",
+    "ckpt-not-a-checkpoint",
+    Severity.ERROR,
+    S,
+    "The file is not a checkpoint torch.load can read",
+    """Its first bytes match none of the formats torch.load (zip or legacy pickle), torch.jit.load or
+    safetensors read: it is empty, text, another archive, or a pickle not written by torch.save.""",
+)
+TORCHSCRIPT = entry(
+    "CD605",
+    "ckpt-torchscript",
+    Severity.ERROR,
+    S,
+    "A TorchScript archive: load it with torch.jit.load, not torch.load",
+    """torch.jit.save writes a zip with code and constants.pkl. Since torch 2.6 torch.load refuses it
+    ("Cannot use weights_only=True with TorchScript archives passed to torch.load"); before, it
+    dispatched to torch.jit.load with a warning. torch.jit.load reads it and takes map_location too.""",
+)
+DCP = entry(
+    "CD606",
+    "ckpt-dcp",
+    Severity.INFO,
+    S,
+    "A torch.distributed.checkpoint (DCP) directory",
+    """DCP writes one directory (.metadata plus *.distcp files) that torch.load cannot read. Load it with
+    torch.distributed.checkpoint.load into a model's state dict, or convert it once to a single file with
+    torch.distributed.checkpoint.format_utils.dcp_to_torch_save. Its .metadata is a pickle with DCP's
+    own classes: read it only from a source you trust.""",
+)
+SHARDS = entry(
+    "CD607",
+    "ckpt-shards-missing",
+    Severity.ERROR,
+    S,
+    "A sharded checkpoint with missing or broken shards",
+    """The *.index.json maps every tensor to a shard file; from_pretrained and friends fail when a shard is
+    absent, is a Git LFS pointer, or was cut short.""",
+)
+LEGACY = entry(
+    "CD608",
+    "ckpt-legacy-format",
+    Severity.INFO,
+    S,
+    "Saved in the legacy (pre-1.6) torch format",
+    """torch.load still reads it, but not with mmap=True, so loading it needs all of its bytes in
+    memory at once. `cudadoctor ckpt fix` rewrites it in the zip format.""",
+)
+SUMMARY = entry(
+    "CD609",
+    "ckpt-summary",
+    Severity.OK,
+    S,
+    "What the checkpoint holds",
+    """Format, size, tensors, dtypes and what else the file carries, read without running any code from
+    it.""",
+)
+NO_CUDA_HERE = entry(
+    "CD610",
+    "ckpt-cuda-not-available",
+    Severity.ERROR,
+    S,
+    "Saved on a GPU, but torch here has no usable CUDA: load with map_location",
+    """torch.save records the device of every storage, and torch.load puts each back there. Without a
+    usable GPU, torch.load fails with "Attempting to deserialize object on a CUDA device but
+    torch.cuda.is_available() is False". map_location moves the storages while loading; picking the device
+    once (cuda when available, else cpu) makes the same code run on both kinds of machine.""",
+)
+DEVICE_INDEX = entry(
+    "CD611",
+    "ckpt-device-index",
+    Severity.ERROR,
+    S,
+    "Saved on a GPU index this machine does not have",
+    """torch.load restores each storage onto the device index it was saved from; with fewer GPUs visible it
+    fails with "Attempting to deserialize object on CUDA device N but torch.cuda.device_count() is M".
+    map_location remaps them.""",
+)
+DEVICES_OK = entry(
+    "CD612",
+    "ckpt-devices-usable",
+    Severity.OK,
+    S,
+    "The devices the storages were saved on exist here",
+    """torch.load without map_location puts every storage back on the device it was saved from; those
+    devices are usable here.""",
+)
+UNSAFE_GLOBALS = entry(
+    "CD620",
+    "ckpt-unsafe-globals",
+    Severity.ERROR,
+    S,
+    "torch.load(weights_only=True) will refuse this checkpoint",
+    """Since torch 2.6, torch.load defaults to weights_only=True: a restricted unpickler that builds only
+    tensors, containers and allow-listed types. This pickle names classes or functions outside that list,
+    so loading fails with "Weights only load failed ... Unsupported global". Allow-list exactly those names
+    with torch.serialization.safe_globals when you trust the file; weights_only=False runs whatever the
+    pickle says. The audit reads the pickle's opcodes statically: nothing in it was run.""",
+)
+DANGEROUS = entry(
+    "CD621",
+    "ckpt-dangerous-globals",
+    Severity.ERROR,
+    S,
+    "The pickle calls functions that run code or touch the system",
+    """Loading it with weights_only=False (or allow-listing these names) executes them. A checkpoint has
+    no reason to call these: treat the file as hostile, do not load it, and get the weights from a source
+    you trust (prefer safetensors, which holds no code).""",
+)
+WEIGHTS_ONLY_OK = entry(
+    "CD622",
+    "ckpt-weights-only-ok",
+    Severity.OK,
+    S,
+    "weights_only=True can read it: every global is on torch's allow-list",
+    """Every global the pickle names is on torch's weights_only allow-list, so torch.load needs no
+    safe_globals and no weights_only=False (where the target's torch was asked, its test load onto the
+    meta device agreed).""",
+)
+SAVED_ON_GPU = entry(
+    "CD613",
+    "ckpt-saved-on-gpu",
+    Severity.INFO,
+    S,
+    "Saved on a GPU: torch.load without map_location needs that device",
+    """torch.load puts every storage back on the device it was saved from. Whether those devices exist
+    where it will be loaded was not checked here (the target's torch could not be asked); map_location
+    makes the load independent of them.""",
+)
+AUDIT_INCOMPLETE = entry(
+    "CD623",
+    "ckpt-audit-incomplete",
+    Severity.INFO,
+    S,
+    "Part of the checkpoint could not be checked",
+    """The doctor reads checkpoints without running them; some facts need the target interpreter's torch
+    (the devices usable here, torch's own allow-list, a test load onto the meta device). Those parts were
+    not checked, and nothing is claimed about them.""",
+)
+TRAINING = entry(
+    "CD625",
+    "ckpt-training-checkpoint",
+    Severity.INFO,
+    S,
+    "A training checkpoint: the model's weights are one entry among others",
+    """Training loops save a dict with the model's state dict beside the optimizer, scheduler, epoch and
+    more. model.load_state_dict needs that one entry, not the whole dict; `ckpt fix --state-dict-only`
+    writes it alone (smaller, and no optimizer state to allow-list).""",
+)
+PREFIX_MODULE = entry(
+    "CD630",
+    "ckpt-prefix-module",
+    Severity.WARNING,
+    S,
+    "Every key starts with 'module.' (saved from DataParallel/DistributedDataParallel)",
+    """nn.DataParallel and DistributedDataParallel keep the model as .module, so a state dict saved from
+    the wrapper prefixes every key with 'module.'. Loading it into the plain model fails with "Missing
+    key(s) ... Unexpected key(s)". torch.nn.modules.utils.consume_prefix_in_state_dict_if_present strips
+    it, metadata included; slicing keys with k[7:] corrupts any key that does not carry the prefix.""",
+)
+PREFIX_COMPILE = entry(
+    "CD631",
+    "ckpt-prefix-orig-mod",
+    Severity.WARNING,
+    S,
+    "Every key starts with '_orig_mod.' (saved from a torch.compile'd model)",
+    """torch.compile returns an OptimizedModule that holds the model as _orig_mod, so its state dict
+    prefixes every key with '_orig_mod.' (with DDP too: '_orig_mod.module.'). Save model._orig_mod's state
+    dict, or strip the prefix with consume_prefix_in_state_dict_if_present.""",
+)
+MODEL_WRAPPED = entry(
+    "CD632",
+    "ckpt-model-wrapped",
+    Severity.ERROR,
+    S,
+    "The model is wrapped, the checkpoint is not",
+    """The model's keys carry a wrapper's prefix ('module.' from DataParallel/DDP, '_orig_mod.' from
+    torch.compile) that the checkpoint's lack. Load into the inner model (model.module or model._orig_mod)
+    or before wrapping.""",
+)
+MISSING = entry(
+    "CD640",
+    "ckpt-missing-keys",
+    Severity.ERROR,
+    S,
+    "The model has parameters the checkpoint lacks",
+    """load_state_dict(strict=True) raises "Missing key(s) in state_dict". The checkpoint is for another
+    architecture or configuration, or a part of the model was added after it was saved.""",
+)
+UNEXPECTED = entry(
+    "CD641",
+    "ckpt-unexpected-keys",
+    Severity.ERROR,
+    S,
+    "The checkpoint has keys the model does not",
+    """load_state_dict(strict=True) raises "Unexpected key(s) in state_dict". strict=False ignores them
+    (and missing keys too: check what it returns).""",
+)
+SHAPES = entry(
+    "CD642",
+    "ckpt-shape-mismatch",
+    Severity.ERROR,
+    S,
+    "Tensors whose shapes differ between the checkpoint and the model",
+    """load_state_dict raises "size mismatch for KEY" even with strict=False: the model was built with
+    another configuration (classes, vocabulary, hidden size) than the one that was saved.""",
+)
+MODEL_OK = entry(
+    "CD643",
+    "ckpt-model-matches",
+    Severity.OK,
+    S,
+    "Keys and shapes match the model",
+    """Every key the model expects is in the checkpoint with the same shape, and nothing else is.""",
+)
+MODEL_ERROR = entry(
+    "CD644",
+    "ckpt-model-error",
+    Severity.ERROR,
+    S,
+    "The --model factory could not build the model",
+    """--model MODULE:FACTORY is imported in the target interpreter (with the current directory on
+    sys.path) and called without arguments, under torch.device("meta") first so no memory is spent on
+    weights.""",
+)
+FIX_WRITTEN = entry(
+    "CD645",
+    "ckpt-fix-written",
+    Severity.OK,
+    S,
+    "Fixed copy written and verified",
+    """The copy was read back the way a user loads it (weights_only=True, no map_location) and its tensors
+    compared byte for byte with the original's.""",
+)
+FIX_FAILED = entry(
+    "CD646",
+    "ckpt-fix-failed",
+    Severity.ERROR,
+    S,
+    "The fixed copy could not be written or did not verify",
+    """Nothing was left at the output path when writing failed; when the copy did not verify, it is left
+    there for inspection and should not be used.""",
+)
+CHILD_FAILED = entry(
+    "CD647",
+    "ckpt-torch-unavailable",
+    Severity.INFO,
+    S,
+    "The target interpreter's torch could not be asked",
+    """torch is not installed in the target interpreter, or its child process failed. Everything read
+    from the file's bytes is still reported; what needs torch (the devices usable here, a test load) is
+    not.""",
+)
+
+_TUTORIAL_LOAD = (
+    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    "state = torch.load({path}, map_location=device)",
+)
+
+
+def _py(path: str) -> str:
+    return repr(path)
+
+
+def _sh(path: str) -> str:
+    return shlex.quote(path)
+
+
+def _size(n: int | None) -> str:
+    return format_size(n) if n is not None else "unknown size"
+
+
+def evaluate(f: CkptFacts) -> list[Finding]:
+    out: list[Finding] = []
+    out += _format(f)
+    if f.format in ("torch-zip", "torch-legacy", "safetensors", "hf-index", "dcp"):
+        out += _summary(f)
+        out += _audit(f)
+        out += _devices(f)
+        out += _contents(f)
+        out += _model(f)
+    out += _child(f)
+    out += _fix(f)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- format
+
+
+def _format(f: CkptFacts) -> list[Finding]:
+    p = f.path
+    name = p.rsplit("/", 1)[-1]
+    if f.format == "lfs-pointer":
+        size = f" of {_size(f.lfs_size)}" if f.lfs_size else ""
+        return [
+            LFS_POINTER.finding(
+                title=f"{name} is a Git LFS pointer ({_size(f.size)}), not the checkpoint{size}",
+                fix=[
+                    fix(
+                        "Fetch the real file in the clone it came from",
+                        "git lfs install",
+                        f"git lfs pull --include {_sh(name)}",
+                    ),
+                    fix(
+                        "From Hugging Face, download the file itself (the library resolves LFS)",
+                        "huggingface-cli download REPO_ID " + _sh(name) + " --local-dir .",
+                    ),
+                ],
+                tables=[Table(["oid sha256", "real size"], [[f.lfs_oid or "?", _size(f.lfs_size)]])]
+                if f.lfs_oid
+                else [],
+            )
+        ]
+    if f.format == "html":
+        return [
+            HTML_PAGE.finding(
+                title=f"{name} is an HTML page"
+                + (f" ({f.text_title!r})" if f.text_title else "")
+                + ", not a checkpoint",
+                fix=[
+                    fix(
+                        "Download the raw file (Hugging Face: /resolve/, not /blob/)",
+                        "curl -L -o " + _sh(name) + " https://huggingface.co/REPO_ID/resolve/main/" + _sh(name),
+                    ),
+                    fix("GitHub: the raw URL", "curl -L -o " + _sh(name) + " https://raw.githubusercontent.com/…"),
+                ],
+            )
+        ]
+    if f.format == "corrupt" and f.header_too_large:
+        return [
+            HEADER_TOO_LARGE.finding(
+                why=HEADER_TOO_LARGE.explanation + f" Here: {f.detail}.",
+                fix=[
+                    fix("Download it again and compare the size", f"ls -l {_sh(p)}"),
+                    fix(
+                        "If it came from a Git LFS repository", "git lfs install", f"git lfs pull --include {_sh(name)}"
+                    ),
+                ],
+            )
+        ]
+    if f.format == "corrupt":
+        return [
+            TRUNCATED.finding(
+                title=f"{name} is truncated or damaged ({f.expected_format or 'checkpoint'}, {_size(f.size)})",
+                why=TRUNCATED.explanation + (f" Here: {f.detail}." if f.detail else ""),
+                fix=[
+                    fix(
+                        "Download or copy it again, then check it",
+                        f"sha256sum {_sh(p)}",
+                        f"cudadoctor ckpt inspect {_sh(p)}",
+                    )
+                ],
+            )
+        ]
+    if f.format in ("empty", "text", "unknown"):
+        what = {
+            "empty": "an empty file",
+            "text": "a text file" + (f" starting {f.text_head!r}" if f.text_head else ""),
+            "unknown": f.detail or "in no format torch reads",
+        }[f.format]
+        fixes = []
+        if f.detail and f.detail.startswith("a gzip"):
+            fixes = [
+                fix("Unpack it (a .tar.gz, or a plain gzip), then inspect what comes out", f"tar -xzf {_sh(p)}"),
+                fix("A plain gzip file", f"gzip -dc {_sh(p)} > {_sh(p + '.unpacked')}"),
+            ]
+        elif f.detail and f.detail.startswith("a zip"):
+            fixes = [fix("See what the archive holds", f"unzip -l {_sh(p)}")]
+        return [NOT_A_CHECKPOINT.finding(title=f"{name} is {what}, not a checkpoint", fix=fixes)]
+    if f.format == "pickle":
+        return [
+            NOT_A_CHECKPOINT.finding(
+                title=f"{name} is a plain pickle, not written by torch.save",
+                why=NOT_A_CHECKPOINT.explanation
+                + ' torch.load fails with "Invalid magic number; corrupt file?"; read it with the tool that wrote it.',
+            )
+        ]
+    if f.format == "torchscript":
+        return [
+            TORCHSCRIPT.finding(
+                fix=[fix("Load it as TorchScript", f"model = torch.jit.load({_py(p)}, map_location='cpu')")]
+            )
+        ]
+    if f.format == "dcp":
+        return [
+            DCP.finding(
+                title=f"A DCP checkpoint directory ({plural(len(f.shards or []), 'shard file')}, {_size(f.size)})",
+                fix=[
+                    fix(
+                        "Convert it to one torch.save file (only if you trust its source)",
+                        "python -c "
+                        + _sh(
+                            "from torch.distributed.checkpoint.format_utils import dcp_to_torch_save; "
+                            f"dcp_to_torch_save({json.dumps(p)}, {json.dumps(p.rstrip('/') + '.pt')})"
+                        ),
+                    )
+                ],
+            )
+        ]
+    if f.format == "hf-index":
+        bad = [[s, "missing"] for s in f.missing_shards or []] + [list(b.split(": ", 1)) for b in f.bad_shards or []]
+        if bad:
+            return [
+                SHARDS.finding(
+                    title=f"{plural(len(bad), 'shard')} of {len(f.shards or [])} missing or broken",
+                    tables=[Table(["shard", "problem"], bad)],
+                    fix=[
+                        fix(
+                            "Fetch the shards (Git LFS clone)",
+                            "git lfs install",
+                            "git lfs pull",
+                        ),
+                        fix("Or download the repository's files", "huggingface-cli download REPO_ID --local-dir ."),
+                    ],
+                )
+            ]
+    if f.format == "torch-legacy":
+        return [LEGACY.finding(fix=[fix("Rewrite it in the zip format", _fix_cmd(f, ""))])]
+    return []
+
+
+def _fix_cmd(f: CkptFacts, flags: str) -> str:
+    base = f.path.rsplit(".", 1)[0] if "." in f.path.rsplit("/", 1)[-1] else f.path
+    return f"cudadoctor ckpt fix {_sh(f.path)} --out {_sh(base + '.fixed.pt')}{flags}"
+
+
+def _summary(f: CkptFacts) -> list[Finding]:
+    fmt = {
+        "torch-zip": "torch zip",
+        "torch-legacy": "legacy torch pickle",
+        "safetensors": "safetensors",
+        "hf-index": f"sharded ({len(f.shards or [])} shards)",
+        "dcp": "DCP directory",
+        "pickle": "pickle",
+    }.get(f.format or "", f.format or "?")
+    parts = [fmt, _size(f.size)]
+    if f.tensor_count is not None:
+        data = f" ({format_size(f.tensor_bytes)})" if f.tensor_bytes is not None else ""
+        parts.append(plural(f.tensor_count, "tensor") + data)
+        if f.storage_count is not None and 0 < f.storage_count < f.tensor_count and f.format != "safetensors":
+            parts.append(f"{f.tensor_count - f.storage_count} sharing storage (tied weights or views)")
+    rows = [[k, str(v)] for k, v in sorted((f.dtypes or {}).items(), key=lambda kv: -kv[1])]
+    tables = [Table(["dtype", "tensors"], rows)] if rows else []
+    if f.contents and not (len(f.contents) == 1 and f.contents[0].key == ""):
+        tables.append(
+            Table(["entry", "holds"], [[c.key, c.kind + (f": {c.detail}" if c.detail else "")] for c in f.contents])
+        )
+    return [SUMMARY.finding(title="Checkpoint: " + ", ".join(parts), tables=tables)]
+
+
+# ----------------------------------------------------------------------------------------------- audit
+
+
+def _import_line(name: str) -> tuple[str | None, str]:
+    """(the import, the expression) for a global "module.name"."""
+    module, _, attr = name.rpartition(".")
+    if module in ("builtins", "__builtin__"):
+        return None, attr
+    if module == "__main__":
+        return None, attr
+    return f"from {module} import {attr}", attr
+
+
+def _snippet(f: CkptFacts, names: list[str]) -> list[str]:
+    imports = []
+    exprs = []
+    for n in names:
+        imp, expr = _import_line(n)
+        if imp and imp not in imports:
+            imports.append(imp)
+        exprs.append(expr)
+    return [
+        "import torch",
+        *imports,
+        f"with torch.serialization.safe_globals([{', '.join(exprs)}]):",
+        f"    ckpt = torch.load({_py(f.path)}, map_location='cpu')",
+    ]
+
+
+def _audit(f: CkptFacts) -> list[Finding]:
+    if f.format in ("dcp", "safetensors"):
+        return []  # DCP: CD606 says how to read it; safetensors holds no pickle at all
+    if f.format == "hf-index" and all(s.endswith(".safetensors") for s in f.shards or []):
+        return []
+    t = f.torch
+    unsafe = f.unsafe_globals
+    if t is not None and t.unsafe_globals is not None:
+        # the target torch's own list (its version's allow-list) wins over the doctor's table
+        unsafe = sorted(set(t.unsafe_globals) | set(f.dangerous_globals or []))
+    if unsafe is None:
+        return []
+    dangerous = f.dangerous_globals or []
+    if t is not None and t.weights_only_ok is True and not dangerous:
+        return [WEIGHTS_ONLY_OK.finding()]  # torch's own restricted load succeeded: that is the answer
+    if dangerous:
+        return [
+            DANGEROUS.finding(
+                title=f"The pickle calls {', '.join(dangerous[:3])}: it runs code when loaded",
+                tables=[Table(["global"], [[g] for g in dangerous])],
+                fix=[fix("Do not load it; get the weights from a source you trust", f"rm {_sh(f.path)}")],
+            )
+        ]
+    if not unsafe:
+        if t is not None and t.weights_only_ok is False:
+            return [
+                UNSAFE_GLOBALS.finding(
+                    title="torch.load(weights_only=True) fails on this checkpoint",
+                    why=UNSAFE_GLOBALS.explanation + f" torch says: {t.weights_only_error}",
+                )
+            ]
+        return [WEIGHTS_ONLY_OK.finding()]
+    default_on = t.weights_only_default if t is not None else None
+    severity = Severity.ERROR if default_on in (True, None) else Severity.WARNING
+    title = (
+        f"torch.load(weights_only=True) will refuse this checkpoint: {plural(len(unsafe), 'global')} not allow-listed"
+    )
+    if default_on is False and t is not None:
+        title += f" (torch {t.version} still defaults to weights_only=False; 2.6+ will refuse)"
+    model_object = any(c.kind == "model object" for c in f.contents or [])
+    fixes = []
+    if model_object:
+        fixes.append(
+            fix(
+                "The whole model object was pickled (torch.save(model)); save its state dict instead, "
+                "then load with model.load_state_dict",
+                "torch.save(model.state_dict(), 'weights.pt')",
+            )
+        )
+    fixes.append(fix("You trust the file: allow exactly these globals", *_snippet(f, unsafe)))
+    fixes.append(
+        fix(
+            "Or write a copy with tensors only, once (runs the pickle: only for files you trust)",
+            _fix_cmd(f, " --state-dict-only --trust"),
+        )
+    )
+    rows = [
+        [g, "defined in the training script: import it from a module" if g.startswith("__main__.") else ""]
+        for g in unsafe
+    ]
+    return [
+        UNSAFE_GLOBALS.finding(
+            title=title,
+            severity=severity,
+            tables=[Table(["global", "note"], rows)],
+            fix=fixes,
+        )
+    ]
+
+
+# --------------------------------------------------------------------------------------------- devices
+
+_CUDA = re.compile(r"^cuda(?::(\d+))?$")
+
+
+def _devices(f: CkptFacts) -> list[Finding]:
+    devices = f.storage_devices or {}
+    cuda = {d: n for d, n in devices.items() if _CUDA.match(d)}
+    if not cuda:
+        return []
+    t = f.torch
+    table = Table(["saved on", "storages"], [[d, str(n)] for d, n in sorted(devices.items())])
+    saved = ", ".join(sorted(cuda))
+    p = _py(f.path)
+    if t is None or t.cuda_available is None:
+        # unknown: say what was saved and how to load it anywhere, claim nothing about this machine
+        return [
+            SAVED_ON_GPU.finding(
+                title=f"Saved on {saved}; whether torch here can use it was not checked",
+                tables=[table],
+                fix=[fix("Load it on any machine", "import torch", *(ln.format(path=p) for ln in _TUTORIAL_LOAD))],
+            )
+        ]
+    if not t.cuda_available:
+        return [
+            NO_CUDA_HERE.finding(
+                title=f"Saved on {saved}, but torch here has no usable CUDA: torch.load needs map_location",
+                tables=[table],
+                fix=[
+                    fix(
+                        "Pick the device once, and load onto it (runs on GPU and CPU machines)",
+                        "import torch",
+                        *(ln.format(path=p) for ln in _TUTORIAL_LOAD),
+                    ),
+                    fix("Or write a CPU copy that loads anywhere without map_location", _fix_cmd(f, " --to cpu")),
+                ],
+            )
+        ]
+    count = t.device_count or 0
+    over = sorted(
+        {int(m.group(1)) for d in cuda if (m := _CUDA.match(d)) and m.group(1) is not None and int(m.group(1)) >= count}
+    )
+    if over:
+        remap = ", ".join(f"'cuda:{i}': 'cuda:0'" for i in over)
+        return [
+            DEVICE_INDEX.finding(
+                title=f"Saved on {saved}, but only {plural(count, 'GPU')} visible here (cuda:0–cuda:{count - 1})"
+                if count
+                else f"Saved on {saved}, but no GPU is visible here",
+                tables=[table],
+                fix=[
+                    fix("Load onto the device you train on", f"state = torch.load({p}, map_location='cuda:0')"),
+                    fix("Or remap only those indices", f"state = torch.load({p}, map_location={{{remap}}})"),
+                ],
+            )
+        ]
+    return [DEVICES_OK.finding(title=f"Saved on {saved}: {plural(count, 'GPU')} usable here", tables=[table])]
+
+
+# -------------------------------------------------------------------------------------------- contents
+
+
+def _access(f: CkptFacts) -> str:
+    key = f.state_dict_key
+    return f"[{key!r}]" if key else ""
+
+
+def _contents(f: CkptFacts) -> list[Finding]:
+    out = []
+    others = [c for c in f.contents or [] if c.key and c.key != f.state_dict_key and c.kind != "dcp entry"]
+    if f.state_dict_key and others:
+        kinds = ", ".join(f"{c.key} ({c.kind})" for c in others[:6])
+        out.append(
+            TRAINING.finding(
+                title=f"A training checkpoint: the model's weights are in [{f.state_dict_key!r}], beside {kinds}",
+                fix=[
+                    fix(
+                        "Load the model's entry",
+                        f"ckpt = torch.load({_py(f.path)}, map_location='cpu')",
+                        f"model.load_state_dict(ckpt[{f.state_dict_key!r}])",
+                    ),
+                    fix("Or write the weights alone", _fix_cmd(f, " --state-dict-only")),
+                ],
+            )
+        )
+    prefixes = f.prefixes or []
+    cmp = f.model
+    if cmp is not None and cmp.error is None:
+        prefixes = cmp.strip  # what actually stands between the keys and the model
+    if prefixes:
+        out.append(_prefix_finding(f, prefixes, with_model=cmp is not None and cmp.error is None))
+    return out
+
+
+def _prefix_finding(f: CkptFacts, prefixes: list[str], with_model: bool) -> Finding:
+    entry_ = PREFIX_COMPILE if "_orig_mod." in prefixes else PREFIX_MODULE
+    joined = "".join(prefixes)
+    title = f"Every state-dict key starts with {joined!r}"
+    title += " (torch.compile)" if "_orig_mod." in prefixes else " (DataParallel/DDP)"
+    if with_model:
+        title += ": load_state_dict fails with Missing/Unexpected key(s)"
+    first = (f.state_dict_keys or [""])[0]
+    return entry_.finding(
+        title=title,
+        severity=Severity.ERROR if with_model else None,
+        tables=[Table(["first key", "after stripping"], [[first, first[len(joined) :]]])] if first else [],
+        fix=[
+            fix(
+                "Strip the prefix while loading (never k[7:]: it corrupts keys without the prefix)",
+                "from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present",
+                f"state = torch.load({_py(f.path)}, map_location='cpu'){_access(f)}",
+                *(f"consume_prefix_in_state_dict_if_present(state, {p!r})" for p in prefixes),
+                "model.load_state_dict(state)",
+            ),
+            fix("Or write a stripped copy once", _fix_cmd(f, " --strip-prefix")),
+        ],
+    )
+
+
+def _model(f: CkptFacts) -> list[Finding]:
+    cmp = f.model
+    if cmp is None:
+        return []
+    if cmp.error:
+        return [
+            MODEL_ERROR.finding(
+                title=f"--model {cmp.factory}: {cmp.error}",
+                fix=[
+                    fix(
+                        "Check that it imports and builds in the target interpreter",
+                        f"python -c 'import {cmp.factory.partition(':')[0]}'",
+                    )
+                ],
+            )
+        ]
+    out = []
+    if cmp.add:
+        out.append(
+            MODEL_WRAPPED.finding(
+                title=f"The model's keys start with {cmp.add!r}, the checkpoint's do not",
+                fix=[
+                    fix(
+                        "Load into the wrapped model's inner module",
+                        f"model.{cmp.add.rstrip('.')}.load_state_dict(state)",
+                    ),
+                    fix("Or load before wrapping (DataParallel/DDP/torch.compile)", "model.load_state_dict(state)"),
+                ],
+            )
+        )
+    if cmp.missing:
+        out.append(
+            MISSING.finding(
+                title=f"{plural(len(cmp.missing), 'key')} of the model missing from the checkpoint",
+                tables=[Table(["missing key"], [[k] for k in cmp.missing[:50]])],
+                fix=[
+                    fix(
+                        "Only if the missing part is meant to start fresh (a new head): load the rest",
+                        "result = model.load_state_dict(state, strict=False)",
+                        "print(result.missing_keys)",
+                    )
+                ],
+            )
+        )
+    if cmp.unexpected:
+        out.append(
+            UNEXPECTED.finding(
+                title=f"{plural(len(cmp.unexpected), 'key')} in the checkpoint that the model does not have",
+                tables=[Table(["unexpected key"], [[k] for k in cmp.unexpected[:50]])],
+                fix=[
+                    fix(
+                        "Only if those are meant to be dropped",
+                        "result = model.load_state_dict(state, strict=False)",
+                        "print(result.unexpected_keys)",
+                    )
+                ],
+            )
+        )
+    if cmp.mismatched:
+        out.append(
+            SHAPES.finding(
+                title=f"{plural(len(cmp.mismatched), 'tensor')} with another shape than the model's",
+                tables=[Table(["key", "checkpoint", "model"], [list(r) for r in cmp.mismatched[:50]])],
+                fix=[fix("Build the model with the configuration the checkpoint was trained with (its shapes above)")],
+            )
+        )
+    if not (out or cmp.strip):
+        out.append(
+            MODEL_OK.finding(title=f"Keys and shapes match {cmp.factory}() ({plural(cmp.matched or 0, 'tensor')})")
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------- torch child
+
+
+def _child(f: CkptFacts) -> list[Finding]:
+    t = f.torch
+    if f.format in ("lfs-pointer", "html", "corrupt", "empty", "text", "unknown"):
+        return []
+    if t is None:
+        return []
+    why = None
+    if t.import_error:
+        why = f"torch could not be imported in {t.python or 'the target interpreter'}: {t.import_error}"
+    elif t.timed_out:
+        why = "the checkpoint child did not finish in time"
+    elif t.child_error:
+        why = t.child_error
+    if why is None:
+        return []
+    return [CHILD_FAILED.finding(title=f"Not asked of torch: {why}")]
+
+
+# ------------------------------------------------------------------------------------------------- fix
+
+
+def _fix(f: CkptFacts) -> list[Finding]:
+    r = f.fix
+    if r is None:
+        return []
+    if not r.ok or r.verified is False:
+        return [
+            FIX_FAILED.finding(
+                title=f"Could not write {r.out}: {r.error}"
+                if not r.ok
+                else f"{r.out} did not verify: {r.verify_error}",
+            )
+        ]
+    did = []
+    if r.mapped_from:
+        did.append(f"storages from {', '.join(r.mapped_from)} mapped to cpu")
+    if r.stripped:
+        did.append(f"prefix {''.join(r.stripped)!r} stripped")
+    if r.state_dict_only:
+        did.append("state dict extracted")
+    if r.copied_shared:
+        did.append(f"{plural(len(r.copied_shared), 'shared tensor')} written as copies")
+    title = f"Wrote {r.out} ({r.format}, {plural(r.tensors or 0, 'tensor')}, {_size(r.bytes_written)})"
+    if did:
+        title += ": " + "; ".join(did)
+    load = (
+        f"state = torch.load({_py(r.out)})"
+        if r.format == "torch"
+        else f"from safetensors.torch import load_file; state = load_file({_py(r.out)})"
+    )
+    return [
+        FIX_WRITTEN.finding(
+            title=title + (" — verified" if r.verified else ""),
+            tables=[Table(["shared tensor"], [[s] for s in r.copied_shared])] if r.copied_shared else [],
+            fix=[fix("Load it", load)],
+        )
+    ]
