@@ -1,0 +1,326 @@
+"""torch, CUDA, NVML, loader and container error and warning texts, wherever they sit in a paste.
+
+The texts come from their sources: torch/cuda/__init__.py ("The NVIDIA driver on your system is too
+old (found version 11040)", "Found no NVIDIA driver on your system", "Torch not compiled with CUDA
+enabled", the "sm_XX is not compatible with the current PyTorch installation" and "which is of cuda
+capability … too old" warnings), c10/cuda ("CUDA driver initialization failed", "Error 804: …"),
+torch/serialization.py (deserialize on a CUDA device), torch/nn/modules/module.py (state_dict keys),
+nvidia-smi's own failures, the dynamic loader ("cannot open shared object file", "undefined symbol"),
+Windows' loader ("[WinError 126] … Error loading "…\\c10.dll"", any UI language), Docker's
+"could not select device driver". They are matched on the paste with wrapped lines joined, so a
+message a terminal broke in two still matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from cudadoctor.backends.paste.model import Gpu, Hit, Partial
+from cudadoctor.backends.paste.text import joined, short
+
+_W = ""  # where: the error text itself (the hit) says it
+
+
+def _too_old(p: Partial, m: re.Match[str]) -> None:
+    p.set("libcuda_version", int(m.group(1)), _W)
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_installed", True, _W)
+    p.set("torch_available", False, _W)
+    p.hits.append(Hit("driver-too-old", short(m.group(0)), {"found": int(m.group(1))}))
+
+
+def _insufficient(p: Partial, m: re.Match[str]) -> None:
+    p.hits.append(Hit("driver-too-old", short(m.group(0)), {}))
+
+
+def _arch(p: Partial, m: re.Match[str]) -> None:
+    name = _name_before(m.string, m.start())
+    sm = m.group("sm")
+    cc = f"{int(sm[:-1])}.{sm[-1]}"
+    flags = m.group("flags").split()
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_installed", True, _W)
+    p.set("torch_arch_flags", flags, _W)
+    p.torch_gpus.append(Gpu(index=0, name=name, capability=cc))
+    p.hits.append(Hit("arch-not-in-build", short(m.group(0)), {"gpu": name, "cc": cc, "flags": flags}))
+
+
+_GPU_WORD = re.compile(r"(?:NVIDIA |GeForce |Tesla |Quadro |TITAN |Orin|Xavier|Jetson )")
+
+
+def _name_before(text: str, start: int) -> str | None:
+    """The GPU name in "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 …"."""
+    window = text[max(0, start - 120) : start]
+    if not window.endswith(" with "):
+        return None
+    starts = [g.start() for g in _GPU_WORD.finditer(window)]
+    if not starts:
+        return None
+    name = window[starts[0] if len(starts) == 1 else _first_of_last_run(window, starts) : -len(" with ")]
+    return name.strip() or None
+
+
+def _first_of_last_run(window: str, starts: list[int]) -> int:
+    """ "… error NVIDIA GeForce RTX 5090 with " has NVIDIA and GeForce: the name starts at the first of
+    the last run of adjacent vendor words."""
+    first = starts[-1]
+    for s in reversed(starts[:-1]):
+        if window[s:first].count(" ") <= 1:
+            first = s
+        else:
+            break
+    return first
+
+
+def _too_old_gpu(p: Partial, m: re.Match[str]) -> None:
+    cc = f"{m.group('major')}.{m.group('minor')}"
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_installed", True, _W)
+    p.torch_gpus.append(Gpu(index=int(m.group("index")), name=m.group("name").strip(), capability=cc))
+    p.hits.append(Hit("gpu-too-old", short(m.group(0)), {"gpu": m.group("name").strip(), "cc": cc}))
+
+
+def _no_kernel(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_installed", True, _W)
+    p.set("torch_kernel_error", "no kernel image is available for execution on the device", _W)
+    p.hits.append(Hit("no-kernel-image", short(m.group(0)), {}))
+
+
+def _init_failed(p: Partial, m: re.Match[str]) -> None:
+    p.set("cuda_init_result", 3, _W)
+    p.set("torch_available", False, _W)
+    p.hits.append(Hit("cuda-init-failed", short(m.group(0)), {"code": 3}))
+
+
+def _error_80x(p: Partial, m: re.Match[str]) -> None:
+    # "Error 804: …" means a CUDA error only inside torch's CUDA initialisation warning
+    if "cuda" not in m.string[max(0, m.start() - 300) : m.start()].lower():
+        return
+    code = int(m.group("code"))
+    p.set("cuda_init_result", code, _W)
+    p.set("torch_available", False, _W)
+    p.hits.append(Hit("cuda-init-failed", short(m.group(0)), {"code": code}))
+
+
+def _named_80x(code: int) -> Callable[[Partial, re.Match[str]], None]:
+    def handler(p: Partial, m: re.Match[str]) -> None:
+        if p.values.get("cuda_init_result") is None:
+            p.set("cuda_init_result", code, _W)
+            p.hits.append(Hit("cuda-init-failed", short(m.group(0)), {"code": code}))
+
+    return handler
+
+
+def _nvml(status: str) -> Callable[[Partial, re.Match[str]], None]:
+    def handler(p: Partial, m: re.Match[str]) -> None:
+        p.set("nvml_status", status, _W)
+        p.set("nvml_message", short(m.group(0)), _W)
+        p.hits.append(Hit(f"nvml-{status.lower().replace('_', '-')}", short(m.group(0)), {}))
+
+    return handler
+
+
+def _nvml_lib_version(p: Partial, m: re.Match[str]) -> None:
+    p.set("nvml_library_version", m.group(1), _W)
+
+
+def _kernel_module(p: Partial, m: re.Match[str]) -> None:
+    p.set("kernel_module_version", m.group(1), f"/proc/driver/nvidia/version: {short(m.group(0), 80)}")
+
+
+def _undefined_symbol(p: Partial, m: re.Match[str]) -> None:
+    lib = re.search(r"([\w/.+-]+\.so[\w.]*): $", m.string[max(0, m.start() - 200) : m.start()])
+    p.hits.append(
+        Hit("undefined-symbol", short(m.group(0)), {"symbol": m.group("sym"), "library": lib.group(1) if lib else None})
+    )
+
+
+def _cannot_open(p: Partial, m: re.Match[str]) -> None:
+    lib = m.group("lib")
+    p.hits.append(Hit("cannot-open-library", short(m.group(0)), {"library": lib}))
+    if lib.startswith("libnvidia-ml"):
+        p.set("nvml_status", "LIBRARY_NOT_FOUND", _W)
+    if lib.startswith("libcuda.so"):
+        p.set("libcuda_found", False, _W)
+
+
+def _win_dll(p: Partial, m: re.Match[str]) -> None:
+    p.set("os", "Windows", _W)
+    p.hits.append(Hit("windows-dll", short(m.group(0)), {"library": m.group("dll")}))
+
+
+def _no_driver(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_installed", True, _W)
+    p.set("torch_available", False, _W)
+    p.set("libcuda_found", False, _W)
+    p.hits.append(Hit("no-driver", short(m.group(0)), {}))
+
+
+def _not_compiled(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_cuda_built", False, _W)
+    p.set("torch_installed", True, _W)
+    p.set("torch_available", False, _W)
+    p.hits.append(Hit("not-compiled-with-cuda", short(m.group(0)), {}))
+
+
+def _no_torch(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", False, _W)
+    p.hits.append(Hit("torch-not-installed", short(m.group(0)), {}))
+
+
+def _cudnn_incompatible(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    p.set("torch_cudnn_error", short(m.group(0), 200), _W)
+    p.hits.append(Hit("cudnn-incompatible", short(m.group(0)), {}))
+
+
+def _repl_version(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_version", m.group("v"), _W)
+    p.set("torch_installed", True, _W)
+
+
+def _repl_available(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    p.set("torch_available", m.group("v") == "True", _W)
+
+
+def _repl_cuda(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    if m.group("v") == "None":
+        p.set("torch_cuda_built", False, _W)
+    else:
+        p.set("torch_cuda_built", True, _W)
+        p.set("torch_cuda", m.group("v"), _W)
+
+
+def _simple(kind: str) -> Callable[[Partial, re.Match[str]], None]:
+    def handler(p: Partial, m: re.Match[str]) -> None:
+        detail = {k: v for k, v in m.groupdict().items() if v is not None}
+        p.hits.append(Hit(kind, short(m.group(0)), detail))
+
+    return handler
+
+
+def _deserialize(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    if m.group("dev") is None:
+        p.set("torch_available", False, _W)
+    p.hits.append(Hit("deserialize-cuda", short(m.group(0)), {k: v for k, v in m.groupdict().items() if v}))
+
+
+def _wsl_blocked(p: Partial, m: re.Match[str]) -> None:
+    p.set("wsl", True, _W)
+    p.set("os", "Linux", _W)
+    _nvml("GPU_ACCESS_BLOCKED")(p, m)
+
+
+_SO = r"(?P<lib>lib[\w+.-]*?\.so(?:\.\d+)*)"
+PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]] = [
+    # what people type in a Python prompt: >>> torch.__version__ '2.5.1+cu124'
+    (
+        re.compile(r"torch\.__version__\)?\s*(?:>>>\s*)?['\"]?(?P<v>\d+\.\d+\.\d+(?:[.+][0-9A-Za-z.]+)?)['\"]?"),
+        _repl_version,
+    ),
+    (re.compile(r"torch\.cuda\.is_available\(\)\)?\s*(?:>>>\s*)?(?P<v>True|False)\b"), _repl_available),
+    (re.compile(r"torch\.version\.cuda\)?\s*(?:>>>\s*)?['\"]?(?P<v>\d+\.\d+|None)\b['\"]?"), _repl_cuda),
+    (re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
+    (re.compile(r"CUDA driver version is insufficient for CUDA runtime version"), _insufficient),
+    (
+        re.compile(
+            r"CUDA capability sm_(?P<sm>\d{2,3}) is not compatible with the current PyTorch installation\.?\s*"
+            r"The current PyTorch install supports CUDA capabilities (?P<flags>(?:(?:sm|compute)_\d{2,3}[af]?\s?)+)"
+        ),
+        _arch,
+    ),
+    (
+        re.compile(
+            r"Found GPU(?P<index>\d+) (?P<name>.{2,80}?) which is of (?:cuda|compute) capability (?:\(CC\) )?"
+            r"(?P<major>\d+)\.(?P<minor>\d+)"
+        ),
+        _too_old_gpu,
+    ),
+    (re.compile(r"no kernel image is available for execution on the device"), _no_kernel),
+    (re.compile(r"CUDA driver initialization failed(?:, you might not have a CUDA gpu)?"), _init_failed),
+    (re.compile(r"Error (?P<code>80[0-9]|999|100|101|46|34|35|3): [A-Za-z][^.()\n]{3,120}"), _error_80x),
+    (re.compile(r"system not yet initialized"), _named_80x(802)),
+    (re.compile(r"forward compatibility was attempted on non supported HW"), _named_80x(804)),
+    (re.compile(r"system has unsupported display driver / cuda driver combination"), _named_80x(803)),
+    (re.compile(r"Driver/library version mismatch", re.I), _nvml("LIB_RM_VERSION_MISMATCH")),
+    (re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)"), _nvml_lib_version),
+    (re.compile(r"NVRM version: NVIDIA UNIX \S+ Kernel Module\s+(\d+\.\d+(?:\.\d+)?)"), _kernel_module),
+    (
+        re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"),
+        _nvml("DRIVER_NOT_LOADED"),
+    ),
+    (re.compile(r"NVIDIA-SMI couldn't find libnvidia-ml\.so library"), _nvml("LIBRARY_NOT_FOUND")),
+    (re.compile(r"GPU access blocked by the operating system"), _wsl_blocked),
+    (re.compile(r"Failed to initialize NVML: Unknown Error"), _nvml("UNKNOWN")),
+    (
+        re.compile(r"Failed to initialize NVML: Insufficient Permissions|Failed to initialize NVML: No permission"),
+        _nvml("NO_PERMISSION"),
+    ),
+    (
+        re.compile(r"(?:GPU is lost|Unable to determine the device handle for GPU[^:]*: GPU is lost)"),
+        _nvml("GPU_IS_LOST"),
+    ),
+    (re.compile(r"undefined symbol: (?P<sym>[A-Za-z_][\w@.]*)"), _undefined_symbol),
+    (re.compile(_SO + r": cannot open shared object file"), _cannot_open),
+    (re.compile(r"\[WinError (?:126|127|193|1114)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""), _win_dll),
+    (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
+    (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
+    (re.compile(r"No module named '?torch'?(?![\w.])"), _no_torch),
+    (
+        re.compile(
+            r"cuDNN version incompatibility: PyTorch was compiled\s+against \(\d+, \d+, \d+\) but found runtime "
+            r"version \(\d+, \d+, \d+\)[^.]*"
+        ),
+        _cudnn_incompatible,
+    ),
+    (re.compile(r"CUDNN_STATUS_(?P<status>[A-Z_]+)"), _simple("cudnn-status")),
+    (
+        re.compile(
+            r"Attempting to deserialize object on (?:a CUDA device|CUDA device (?P<dev>\d+))"
+            r"(?: but torch\.cuda\.device_count\(\) is (?P<count>\d+))?"
+        ),
+        _deserialize,
+    ),
+    (
+        re.compile(r"Unexpected key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
+        _simple("state-dict-prefix"),
+    ),
+    (
+        re.compile(r"Missing key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
+        _simple("state-dict-prefix"),
+    ),
+    (re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"), _simple("out-of-memory")),
+    (re.compile(r"device-side assert triggered"), _simple("device-side-assert")),
+    (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
+    (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
+    (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    (re.compile(r"CUDA error: unknown error"), _simple("cuda-unknown-error")),
+    (
+        re.compile(r"could not select device driver \"\" with capabilities: \[\[gpu\]\]"),
+        _simple("docker-no-gpu-runtime"),
+    ),
+    (re.compile(r"nvidia-container-cli: (?P<what>[^\n]{0,120})"), _simple("nvidia-container-cli")),
+]
+
+
+def parse(all_lines: list[str]) -> Partial:
+    p = Partial("error text")
+    text = joined(all_lines)
+    seen: set[tuple[str, str]] = set()
+    for pattern, handler in PATTERNS:
+        for m in pattern.finditer(text):
+            key = (pattern.pattern, m.group(0))
+            if key in seen:
+                continue
+            seen.add(key)
+            before = len(p.hits)
+            handler(p, m)
+            if len(p.hits) > 40 + before:
+                break
+    return p

@@ -1,0 +1,31 @@
+"""What `cudadoctor triage` read in a paste: the formats it recognised, each fact with the line it
+came from, and the error texts it recognised (facts.paste; None for a machine's own check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PasteSeen:
+    what: str  # "Driver version"
+    value: str  # "535.104.05"
+    where: str  # "nvidia-smi, line 3: | NVIDIA-SMI 535.104.05 …"
+
+
+@dataclass
+class PasteHit:
+    kind: str  # "undefined-symbol", "deserialize-cuda", …
+    text: str  # the matched text, shortened
+    detail: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PasteFacts:
+    formats: list[str] = field(default_factory=list)  # "torch collect_env", "nvidia-smi -L", …
+    seen: list[PasteSeen] = field(default_factory=list)
+    hits: list[PasteHit] = field(default_factory=list)
+    packages: dict[str, str] = field(default_factory=dict)  # pip/conda name -> version
+    env: dict[str, str] = field(default_factory=dict)  # variables the paste printed (vLLM's collect_env)
+    derived: list[PasteSeen] = field(default_factory=list)  # facts derived from what was seen, and how
+    from_report: bool = False  # the facts came whole from a pasted cudadoctor report

@@ -1,0 +1,584 @@
+"""Findings only a paste can raise (`cudadoctor triage`): what the paste showed, the error texts whose
+cause no probe fact carries (checkpoint errors, "undefined symbol", a library that cannot be opened,
+container runtime errors), the errors a machine's facts would explain but the paste does not show
+the facts for, and "To be sure, ask for:" - the few commands whose output settles what stayed unknown.
+
+Every rule here returns nothing when facts.paste is None (a machine's own `check`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cudadoctor.facts import CudaDriverFacts, Facts
+from cudadoctor.facts.paste import PasteHit
+from cudadoctor.knowledge import wheels
+from cudadoctor.knowledge.architectures import arch_name
+from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
+from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
+from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.install_advice import advise
+
+READ = entry(
+    "CD900",
+    "paste-read",
+    Severity.INFO,
+    "Paste",
+    "What the paste shows",
+    """The formats triage recognised in the paste and every fact it read, with the line it came from.
+    Facts the paste does not show stay unknown: no rule assumes them, and the verdict names what it
+    could not check.""",
+)
+ASK_FOR = entry(
+    "CD901",
+    "paste-ask-for",
+    Severity.INFO,
+    "Paste",
+    "To be sure, ask for:",
+    """The paste leaves facts unknown that decide the diagnosis. The commands listed print exactly
+    those facts; their output, pasted back, settles it. When no error explains the problem yet, this
+    is a warning: the paste is not enough to call the machine healthy.""",
+)
+DRIVER_TOO_OLD = entry(
+    "CD902",
+    "paste-driver-too-old",
+    Severity.ERROR,
+    "Paste",
+    "torch says the NVIDIA driver is too old for its CUDA",
+    """torch's own warning ("The NVIDIA driver on your system is too old (found version 11040)") names
+    the newest CUDA the driver supports (11040 is 11.4). The wheel's CUDA is newer, across a major
+    version or below the major's minimum driver, so CUDA cannot start. Upgrade the driver, or install
+    the torch build made for the driver's CUDA.""",
+)
+GPU_TOO_OLD = entry(
+    "CD903",
+    "paste-gpu-too-old",
+    Severity.ERROR,
+    "Paste",
+    "torch says the GPU is too old for this build",
+    """torch's warning "Found GPU0 … which is of cuda capability X.Y. PyTorch no longer supports this GPU
+    because it is too old" means the installed build has no kernels for that architecture. Only an
+    older torch release with a build for it, or the CPU, remains.""",
+)
+UNDEFINED_SYMBOL = entry(
+    "CD904",
+    "paste-undefined-symbol",
+    Severity.ERROR,
+    "Paste",
+    "A library torch loads is a different version than the one torch was built with",
+    """"undefined symbol: …" means a shared library was found but is not the version the caller was
+    linked against: usually an nvidia-* wheel at another version than torch pins (pip upgraded one of
+    them), or a system CUDA library found first through LD_LIBRARY_PATH (pytorch#134929, #119932,
+    #157381). Removing every nvidia-* package and reinstalling torch from its index fixes it
+    (pytorch#104259).""",
+)
+CANNOT_OPEN = entry(
+    "CD905",
+    "paste-library-missing",
+    Severity.ERROR,
+    "Paste",
+    "A library torch needs cannot be found",
+    """The dynamic loader could not find a shared library: for the CUDA libraries (cuDNN, cuBLAS, NCCL,
+    nvJitLink) the nvidia-* wheel torch depends on is missing or was removed, or the library search
+    path points at a toolkit without it; for libcuda.so.1 there is no NVIDIA driver here.""",
+)
+WINDOWS_DLL = entry(
+    "CD906",
+    "paste-windows-dll",
+    Severity.ERROR,
+    "Paste",
+    "Windows cannot load one of torch's DLLs",
+    """[WinError 126/127/1114] while loading a torch DLL (c10.dll, torch_cuda.dll, cudnn…dll) means a
+    dependency is missing: usually the Microsoft Visual C++ Redistributable, or a broken install mixing
+    builds. The message's text is in the Windows UI language; its error number is not.""",
+)
+DESERIALIZE = entry(
+    "CD907",
+    "paste-deserialize-cuda",
+    Severity.ERROR,
+    "Paste",
+    "A checkpoint saved on a GPU is loaded where CUDA is not available",
+    """torch.load restores tensors to the device they were saved from. Without CUDA (a CPU-only torch,
+    no driver, or fewer GPUs than the saving machine) it fails with "Attempting to deserialize object
+    on a CUDA device". map_location moves them while loading.""",
+)
+STATE_DICT_PREFIX = entry(
+    "CD908",
+    "paste-state-dict-prefix",
+    Severity.ERROR,
+    "Paste",
+    "State dict keys differ by a wrapper's prefix (module. / _orig_mod.)",
+    """nn.DataParallel and DistributedDataParallel prefix every key with "module.", torch.compile with
+    "_orig_mod.". A checkpoint saved from a wrapped model does not load into a bare one (or the
+    reverse): strip the prefix with consume_prefix_in_state_dict_if_present, never with k[7:].""",
+)
+CUDA_RUNTIME = entry(
+    "CD909",
+    "paste-cuda-runtime-error",
+    Severity.WARNING,
+    "Paste",
+    "A CUDA error while running, not a setup problem",
+    """CUDA started and the program ran, then failed: out of memory, a device-side assert (an index out of
+    range in the model or loss), an illegal memory access, or a busy GPU. The setup can be fine.""",
+)
+CONTAINER = entry(
+    "CD910",
+    "paste-container-no-gpu",
+    Severity.ERROR,
+    "Paste",
+    "The container runtime could not give the container a GPU",
+    """Docker was asked for GPUs (--gpus) but has no NVIDIA runtime ("could not select device driver"),
+    or nvidia-container-cli failed on the host. The NVIDIA Container Toolkit on the host, registered
+    with Docker, is what passes GPUs into containers.""",
+)
+NO_DRIVER = entry(
+    "CD911",
+    "paste-no-driver",
+    Severity.ERROR,
+    "Paste",
+    "torch found no NVIDIA driver",
+    """torch is a CUDA build, but "Found no NVIDIA driver on your system": libcuda, which the driver
+    installs, is not there (no driver, a container started without GPUs, or WSL without the Windows
+    driver).""",
+)
+NOT_COMPILED = entry(
+    "CD912",
+    "paste-not-compiled-with-cuda",
+    Severity.ERROR,
+    "Paste",
+    "Torch not compiled with CUDA enabled: a CPU-only torch",
+    """The code asks for CUDA, but the installed torch is a CPU-only build (from PyPI on Windows, a +cpu
+    wheel, or conda's cpuonly). A CUDA build of the same version fixes it.""",
+)
+CUDNN_STATUS = entry(
+    "CD913",
+    "paste-cudnn-error",
+    Severity.ERROR,
+    "Paste",
+    "cuDNN failed",
+    """A cuDNN call failed (CUDNN_STATUS_…). NOT_INITIALIZED and MAPPING_ERROR usually mean a cuDNN
+    that does not match torch (a system copy first on the library path) or a GPU out of memory at
+    start-up; EXECUTION_FAILED and NOT_SUPPORTED point at the GPU's architecture or the driver.""",
+)
+_ASK_ALL = "cudadoctor check --format markdown   # everything below in one report"
+
+
+def evaluate(f: Facts) -> list[Finding]:
+    p = f.paste
+    if p is None:
+        return []
+    out = [_read(f)]
+    kinds: dict[str, list[PasteHit]] = {}
+    for h in p.hits:
+        kinds.setdefault(h.kind, []).append(h)
+    if "driver-too-old" in kinds and not _driver_facts_decide(f):
+        out.append(_driver_too_old(f, kinds["driver-too-old"][0]))
+    if "gpu-too-old" in kinds and not (f.torch and f.torch.arch_flags):
+        out.append(_gpu_too_old(f, kinds["gpu-too-old"][0]))
+    for h in kinds.get("undefined-symbol", [])[:1]:
+        out.append(_undefined_symbol(f, h))
+    for h in kinds.get("cannot-open-library", [])[:2]:
+        found = _cannot_open(f, h)
+        if found:
+            out.append(found)
+    for h in kinds.get("windows-dll", [])[:1]:
+        out.append(_windows_dll(f, h))
+    if "deserialize-cuda" in kinds:
+        out.append(_deserialize(kinds["deserialize-cuda"][0]))
+    if "state-dict-prefix" in kinds:
+        out.append(_state_dict(kinds["state-dict-prefix"][0]))
+    runtime = [
+        h
+        for k in (
+            "out-of-memory",
+            "device-side-assert",
+            "illegal-memory-access",
+            "device-busy",
+            "no-cuda-gpus",
+            "cuda-unknown-error",
+        )
+        for h in kinds.get(k, [])
+    ]
+    if runtime:
+        out.append(_runtime(runtime))
+    container = kinds.get("docker-no-gpu-runtime", []) + kinds.get("nvidia-container-cli", [])
+    if container:
+        out.append(_container(container[0]))
+    if "no-driver" in kinds and not (f.driver and f.driver.init_status == "LIBRARY_NOT_FOUND"):
+        out.append(_no_driver(f, kinds["no-driver"][0]))
+    if "not-compiled-with-cuda" in kinds and not _cpu_only_decided(f):
+        out.append(_not_compiled(f, kinds["not-compiled-with-cuda"][0]))
+    if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error):
+        out.append(_cudnn_status(kinds["cudnn-status"][0]))
+    return out
+
+
+# --- what was read --------------------------------------------------------------------------------
+
+
+def _read(f: Facts) -> Finding:
+    p = f.paste
+    assert p is not None
+    rows = [[s.what, s.value, s.where] for s in p.seen]
+    rows += [[s.what, s.value, f"derived: {s.where}"] for s in p.derived]
+    rows += [["error text", h.text, h.kind] for h in p.hits[:12]]
+    title = "Read from the paste: " + (", ".join(p.formats) or "nothing recognised")
+    if p.from_report:
+        title += " (the report's own facts are used as they are)"
+    return READ.finding(title=title, tables=[Table(["Fact", "Value", "Where"], rows)] if rows else [])
+
+
+# --- errors whose facts the paste does not carry ----------------------------------------------------
+
+
+def _driver_facts_decide(f: Facts) -> bool:
+    """CD203 fires from facts when NVML saw GPUs and torch's CUDA is known."""
+    d, t = f.driver, f.torch
+    return bool(d and d.init_status == "ok" and d.device_count and d.cuda_driver_version and t and t.cuda)
+
+
+def _with_driver_cuda(f: Facts, found: int | None) -> Facts:
+    if found is None or (f.driver and f.driver.cuda_driver_version):
+        return f
+    return dataclasses.replace(f, cuda_driver=CudaDriverFacts(library_found=True, init_result=0, driver_version=found))
+
+
+def _advice_fix(f: Facts, label: str) -> list[Fix]:
+    a = advise(f)
+    out = []
+    if a.commands:
+        out.append(fix(f"{label} ({a.note})", *a.commands))
+    if a.driver_upgrade:
+        out.append(fix(f"Or upgrade the NVIDIA driver to {a.driver_upgrade} or newer", "nvidia-smi"))
+    return out
+
+
+def _driver_too_old(f: Facts, h: PasteHit) -> Finding:
+    found = int(h.detail["found"]) if h.detail.get("found", "").isdigit() else None
+    t = f.torch
+    have = cuda_int_to_str(found)
+    wheel = parse_version(t.cuda) if t and t.cuda else None
+    windows = f.system is not None and f.system.os == "Windows"
+    need = None
+    if wheel and len(wheel) >= 2:
+        need = full_minimum(wheel[0], wheel[1], windows=windows) or major_floor(wheel[0], windows)
+    title = "torch says the NVIDIA driver is too old"
+    title += f": it supports CUDA up to {have}" if have else ""
+    title += f", torch {t.version} needs CUDA {t.cuda}" if t and t.version and t.cuda else ""
+    fixes = [fix(f"Upgrade the NVIDIA driver{f' to {need} or newer' if need else ''}", "nvidia-smi  # the driver now")]
+    fixes += _advice_fix(_with_driver_cuda(f, found), "Or install the torch build this driver runs")[:1]
+    return DRIVER_TOO_OLD.finding(title=title, fix=fixes, tables=[Table(["torch said"], [[h.text]])])
+
+
+def _gpu_too_old(f: Facts, h: PasteHit) -> Finding:
+    cc, name = h.detail.get("cc"), h.detail.get("gpu") or "the GPU"
+    covering = [
+        (r, v.name)
+        for r in wheels.releases_newest_first()
+        for v in wheels.variants(r)
+        if wheels.coverage(v.arch_flags, cc) == "sm"
+    ]
+    label = f"{name} (compute capability {cc}, {arch_name(cc)})"
+    if covering:
+        release, variant = covering[0]
+        fixes = [
+            fix(
+                f"Install torch {release}, the newest with kernels for {cc} ({variant})",
+                f"python -m pip install torch=={release}.0 --index-url {wheels.INDEX_URL.format(variant=variant)}",
+            ),
+            fix("Or use the CPU", "device = torch.device('cpu')"),
+        ]
+        why = f"{GPU_TOO_OLD.explanation} The newest torch with a build for {cc} is {release} ({variant})."
+    else:
+        fixes = [fix("Use the CPU: no torch build in cudadoctor's tables supports it", "device = torch.device('cpu')")]
+        why = f"{GPU_TOO_OLD.explanation} No PyTorch release in cudadoctor's tables supports it."
+    return GPU_TOO_OLD.finding(title=f"torch says {label} is too old for this build", why=why, fix=fixes)
+
+
+def _torch_install(f: Facts, force: bool = False) -> str:
+    """The install line for the torch the paste shows: its version and CUDA variant when known."""
+    t = f.torch
+    version = (t.version or "").split("+")[0] if t is not None else ""
+    pin = f"torch=={version}" if version else "torch"
+    flag = " --force-reinstall" if force else ""
+    if t is not None and t.cuda:
+        index = wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda))
+        return f"python -m pip install{flag} {pin} --index-url {index}"
+    return f"python -m pip install{flag} {pin} --index-url https://download.pytorch.org/whl/cu126  # your CUDA variant"
+
+
+def _reinstall_torch(f: Facts) -> Fix:
+    return fix(
+        "Remove every nvidia-* wheel and reinstall torch from its index (pytorch#104259)",
+        "python -m pip list 2>/dev/null | grep -i '^nvidia-'",
+        "python -m pip uninstall -y $(python -m pip list 2>/dev/null | grep -o '^nvidia-[^ ]*') torch",
+        _torch_install(f),
+    )
+
+
+def _undefined_symbol(f: Facts, h: PasteHit) -> Finding:
+    sym, lib = h.detail.get("symbol", "?"), h.detail.get("library")
+    title = f"undefined symbol {sym}" + (f" in {lib}" if lib else "") + ": a library at the wrong version"
+    return UNDEFINED_SYMBOL.finding(
+        title=title,
+        fix=[
+            fix("See which copies are found first", "echo $LD_LIBRARY_PATH", "python -m pip list | grep -i nvidia"),
+            fix("Let torch use the libraries of its own wheels", "unset LD_LIBRARY_PATH"),
+            _reinstall_torch(f),
+        ],
+    )
+
+
+def _cannot_open(f: Facts, h: PasteHit) -> Finding | None:
+    lib = h.detail.get("library", "")
+    if lib.startswith("libnvidia-ml") and f.driver is not None and f.driver.init_status == "LIBRARY_NOT_FOUND":
+        return None  # CD101 says it with the machine's context
+    if lib.startswith(("libcuda.so", "libnvidia-ml")):
+        return CANNOT_OPEN.finding(
+            title=f"{lib} cannot be found: no NVIDIA driver where this ran",
+            fix=[
+                fix(
+                    "On a Linux host: see whether the driver is installed",
+                    "nvidia-smi",
+                    "ls /usr/lib/x86_64-linux-gnu/libcuda*",
+                ),
+                fix("In a container: start it with the GPUs", "docker run --gpus all --rm IMAGE nvidia-smi"),
+                fix("Under WSL2: the library lives in /usr/lib/wsl/lib (the Windows driver)", "ls /usr/lib/wsl/lib"),
+            ],
+        )
+    cudnn = lib.startswith("libcudnn")
+    what = "cuDNN" if cudnn else "a CUDA library"
+    major = f.torch.cuda.split(".")[0] if f.torch is not None and f.torch.cuda else None
+    package = (f"nvidia-cudnn-cu{major}" if major else "the nvidia-cudnn wheel") if cudnn else "the nvidia-* wheels"
+    return CANNOT_OPEN.finding(
+        title=f"{lib} cannot be found: {what} torch needs is missing",
+        fix=[
+            fix(
+                "See what is installed and where the loader looks",
+                "python -m pip list | grep -i nvidia",
+                "echo $LD_LIBRARY_PATH",
+            ),
+            fix(f"Reinstall torch with {package} at the versions it pins", _torch_install(f, force=True)),
+            _reinstall_torch(f),
+        ],
+    )
+
+
+def _windows_dll(f: Facts, h: PasteHit) -> Finding:
+    dll = h.detail.get("library", "a DLL")
+    return WINDOWS_DLL.finding(
+        title=f"Windows cannot load {dll.split(chr(92))[-1]}",
+        fix=[
+            fix(
+                "Install the Microsoft Visual C++ Redistributable (x64), then open a new terminal",
+                "winget install Microsoft.VCRedist.2015+.x64",
+            ),
+            fix(
+                "Reinstall torch cleanly (one build, from one index)",
+                "python -m pip uninstall -y torch torchvision torchaudio",
+                _torch_install(f),
+            ),
+        ],
+        tables=[Table(["Windows said"], [[h.text]])],
+    )
+
+
+def _deserialize(h: PasteHit) -> Finding:
+    dev, count = h.detail.get("dev"), h.detail.get("count")
+    title = DESERIALIZE.summary
+    if dev is not None and count is not None:
+        title = f"A checkpoint saved on cuda:{dev} is loaded where torch sees {count} GPU{'s' if count != '1' else ''}"
+    return DESERIALIZE.finding(
+        title=title,
+        fix=[
+            fix("Load onto the CPU (then move the model)", "torch.load(path, map_location='cpu')"),
+            fix("Or onto the first GPU of this machine", "torch.load(path, map_location='cuda:0')"),
+        ],
+    )
+
+
+def _state_dict(h: PasteHit) -> Finding:
+    prefix = h.detail.get("prefix", "module.")
+    return STATE_DICT_PREFIX.finding(
+        title=f"The state dict keys differ by the prefix '{prefix}'",
+        fix=[
+            fix(
+                f"Strip '{prefix}' from the checkpoint's keys before loading",
+                "from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present",
+                f"consume_prefix_in_state_dict_if_present(state_dict, '{prefix}')",
+                "model.load_state_dict(state_dict)",
+            ),
+            fix("Or save the unwrapped model next time", "torch.save(model.module.state_dict(), path)"),
+        ],
+    )
+
+
+_RUNTIME_FIX = {
+    "out-of-memory": fix(
+        "Out of memory: a smaller batch, or less fragmentation",
+        "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        "nvidia-smi  # who else holds memory",
+    ),
+    "device-side-assert": fix(
+        "A device-side assert: find the failing operation (often a label or index out of range)",
+        "CUDA_LAUNCH_BLOCKING=1 python train.py",
+    ),
+    "illegal-memory-access": fix(
+        "An illegal memory access: get the exact kernel", "CUDA_LAUNCH_BLOCKING=1 python train.py"
+    ),
+    "device-busy": fix(
+        "The GPU is busy or in an exclusive compute mode", "nvidia-smi --query-gpu=index,compute_mode --format=csv"
+    ),
+    "no-cuda-gpus": fix("No GPU visible to CUDA: see what CUDA_VISIBLE_DEVICES says", 'echo "[$CUDA_VISIBLE_DEVICES]"'),
+    "cuda-unknown-error": fix(
+        "After suspend/resume: reload the unified-memory module", "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"
+    ),
+}
+
+
+def _runtime(hits: list[PasteHit]) -> Finding:
+    kinds = list(dict.fromkeys(h.kind for h in hits))
+    severity = (
+        Severity.ERROR if any(k in ("no-cuda-gpus", "device-busy", "cuda-unknown-error") for k in kinds) else None
+    )
+    return CUDA_RUNTIME.finding(
+        title=f"CUDA error while running: {hits[0].text}",
+        fix=[_RUNTIME_FIX[k] for k in kinds],
+        severity=severity,
+    )
+
+
+def _container(h: PasteHit) -> Finding:
+    from cudadoctor.rules.driver import CONTAINER_FIX
+
+    return CONTAINER.finding(
+        title=f"The container runtime could not give the container a GPU: {h.text}", fix=CONTAINER_FIX
+    )
+
+
+def _no_driver(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.driver import CONTAINER_FIX, WSL_FIX
+
+    s = f.system
+    if s is not None and s.wsl:
+        fixes = WSL_FIX
+    elif s is not None and s.in_container:
+        fixes = CONTAINER_FIX
+    else:
+        fixes = [
+            fix("See whether the driver is installed and loaded", "nvidia-smi", "lsmod | grep nvidia"),
+            fix("Install it (Ubuntu)", "sudo ubuntu-drivers install", "sudo reboot"),
+            fix("In a container: start it with the GPUs", "docker run --gpus all --rm IMAGE nvidia-smi"),
+        ]
+    return NO_DRIVER.finding(fix=fixes)
+
+
+def _cpu_only_decided(f: Facts) -> bool:
+    """CD202 fires from facts when the build is CPU-only and NVML saw GPUs."""
+    t, d = f.torch, f.driver
+    return bool(t and t.cuda_built is False and d and d.init_status == "ok" and d.device_count)
+
+
+def _not_compiled(f: Facts, h: PasteHit) -> Finding:
+    fixes = _advice_fix(f, "Install a CUDA build") if f.driver and f.driver.driver_version else []
+    if not fixes:
+        version = (f.torch.version or "").split("+")[0] if f.torch else ""
+        pin = f"torch=={version}" if version else "torch"
+        fixes = [
+            fix(
+                "Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)",
+                "python -m pip uninstall -y torch",
+                f"python -m pip install {pin} --index-url https://download.pytorch.org/whl/cu126",
+            )
+        ]
+    if f.system is not None and f.system.os == "Windows":
+        fixes.append(fix("On Windows, PyPI's torch is CPU-only: always use the index URL", "nvidia-smi"))
+    title = NOT_COMPILED.summary
+    if f.torch and f.torch.version:
+        title = f"Torch not compiled with CUDA enabled: torch {f.torch.version} is a CPU-only build"
+    return NOT_COMPILED.finding(title=title, fix=fixes)
+
+
+def _cudnn_status(h: PasteHit) -> Finding:
+    return CUDNN_STATUS.finding(
+        title=f"cuDNN failed: CUDNN_STATUS_{h.detail.get('status', '?')}",
+        fix=[
+            fix(
+                "Use the cuDNN of torch's own wheel: drop system paths",
+                "echo $LD_LIBRARY_PATH",
+                "unset LD_LIBRARY_PATH",
+            ),
+            fix("See whether it is memory", "nvidia-smi"),
+            fix("Check cuDNN as torch sees it", 'python -c "import torch; print(torch.backends.cudnn.version())"'),
+        ],
+    )
+
+
+# --- what to ask for -------------------------------------------------------------------------------
+
+_CE = "python -m torch.utils.collect_env"
+_SMI = "nvidia-smi"
+_CC = "nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv"
+_ARCH = (
+    'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), '
+    'torch._C._cuda_getArchFlags())"'
+)
+_MODULE = "cat /proc/driver/nvidia/version"
+_ENV = "env | grep -E '^CUDA_(VISIBLE_DEVICES|DEVICE_ORDER)='"
+_LIBS = "python -m pip list | grep -i -E '^(torch|nvidia-)'; echo $LD_LIBRARY_PATH"
+
+
+def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
+    """CD901: the commands whose output would settle what the paste left unknown; a warning when
+    nothing found so far explains the machine and the deciding facts are unknown."""
+    p = f.paste
+    if p is None or p.from_report:
+        return []
+    t, d = f.torch, f.driver
+    asks: list[tuple[str, str]] = []  # (what it settles, command)
+    if t is None or t.installed is None or (t.installed and t.cuda_built is None):
+        asks.append(("the torch build, whether CUDA is available, the OS, GPUs and driver", _CE))
+    macos = f.system is not None and f.system.os == "Darwin"  # no NVIDIA driver exists for it: nothing to ask
+    if d is None and not macos:
+        asks.append(("the driver, the newest CUDA it supports, and every GPU", _SMI))
+    elif d is not None and d.init_status == "ok" and d.cuda_driver_version is None and t is not None and t.cuda_built:
+        asks.append(('the newest CUDA the driver supports (the "CUDA Version" in its header)', _SMI))
+    ccs_known = bool(d and any(x.compute_capability for x in d.devices)) or bool(
+        t and any(x.capability for x in t.devices)
+    )
+    gpus_named = bool(d and d.devices) or bool(t and t.devices)
+    if gpus_named and not ccs_known:
+        asks.append(("each GPU's compute capability (its name is not in cudadoctor's table)", _CC))
+    if t is not None and t.cuda_built and (t.arch_flags is None or t.is_available is None) and (ccs_known or d is None):
+        asks.append(("the GPU architectures this torch build has kernels for", _ARCH))
+    if (
+        d is not None
+        and d.init_status == "LIB_RM_VERSION_MISMATCH"
+        and not (f.system and f.system.kernel_module_version)
+    ):
+        asks.append(("the version of the loaded kernel module, to compare with the libraries", _MODULE))
+    names = {x.name for x in d.devices} if d is not None else set()
+    if len(names) > 1 and (f.system is None or f.system.env is None):
+        asks.append(("which GPUs CUDA sees and in what order (mixed models)", _ENV))
+    if any(h.kind in ("undefined-symbol", "cannot-open-library") for h in p.hits):
+        asks.append(("which torch and nvidia-* wheels are installed, and the library search path", _LIBS))
+    if not asks:
+        return []
+    asks = list(dict.fromkeys(asks))[:4]
+    settled = (
+        any(x.severity is Severity.ERROR for x in findings)
+        or any(x.code == "CD200" for x in findings)
+        or (t is not None and t.cuda_built is False and (d is not None or macos))
+    )
+    severity = Severity.INFO if settled else Severity.WARNING
+    title = "To be sure, ask for: " + ", ".join(f"`{cmd.split('  #')[0]}`" for _, cmd in asks)
+    if not settled:
+        title = "Not enough in the paste to tell whether PyTorch can use the GPU. " + title
+    return [
+        ASK_FOR.finding(
+            title=title,
+            severity=severity,
+            fix=[fix(f"It shows {what}", cmd) for what, cmd in asks] + [fix("Or everything at once", _ASK_ALL)],
+        )
+    ]
