@@ -1,36 +1,64 @@
-"""The compact per-GPU health flags `cudadoctor gpus` shows, from NVML's health facts.
+"""GPU health from NVML as named constants, and the compact per-GPU flag column `cudadoctor gpus` shows.
 
-Clock event reason bits: nvml.h `nvmlClocksEventReason*` (SW power cap 0x4, HW slowdown 0x8, SW thermal
-0x20, HW thermal 0x40, HW power brake 0x80). Flags: E uncorrectable ECC errors since boot, R retired
-pages or remapped rows pending (a reset is needed) or a row remap failed, T thermal or power slowdown,
-X compute mode exclusive-process or prohibited (other processes get "busy or unavailable").
+Clock event reason bits: nvml.h `nvmlClocksEventReason*`; compute modes: nvml.h `nvmlComputeMode_t`.
+Flags: L lost, E uncorrectable ECC errors since boot, R retired pages or remapped rows pending (a reset
+is needed), F a row remap failed, T thermal slowdown, P power brake, S hardware slowdown, X compute mode
+exclusive or prohibited (other processes get "CUDA-capable device(s) is/are busy or unavailable").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-THROTTLE_BITS = 0x8 | 0x20 | 0x40 | 0x80
+CLOCKS_SW_POWER_CAP = 0x4
+CLOCKS_HW_SLOWDOWN = 0x8
+CLOCKS_SW_THERMAL = 0x20
+CLOCKS_HW_THERMAL = 0x40
+CLOCKS_HW_POWER_BRAKE = 0x80
+CLOCK_WORDS = (
+    (CLOCKS_HW_THERMAL, "hardware thermal slowdown"),
+    (CLOCKS_SW_THERMAL, "software thermal slowdown"),
+    (CLOCKS_HW_POWER_BRAKE, "power brake (external power signal)"),
+    (CLOCKS_HW_SLOWDOWN, "hardware slowdown"),
+)
+CLOCK_BAD = CLOCKS_HW_THERMAL | CLOCKS_SW_THERMAL | CLOCKS_HW_POWER_BRAKE | CLOCKS_HW_SLOWDOWN
+
+# nvmlComputeMode_t, as the backend names them
+COMPUTE_DEFAULT = "default"
+COMPUTE_EXCLUSIVE_THREAD = "exclusive_thread"
+COMPUTE_PROHIBITED = "prohibited"
+COMPUTE_EXCLUSIVE_PROCESS = "exclusive_process"
 
 
-def flags(dev: Any) -> str:
-    """ "E", "RT", … or "" when nothing is wrong; "?" when NVML told nothing about the GPU's health."""
-    out = []
-    ecc = getattr(dev, "ecc_uncorrected_volatile", None)
-    if ecc:
-        out.append("E")
-    if (
-        getattr(dev, "retired_pages_pending", None)
-        or getattr(dev, "remapped_rows_pending", None)
-        or getattr(dev, "remapped_rows_failure", None)
-    ):
-        out.append("R")
-    reasons = getattr(dev, "clocks_event_reasons", None)
-    if isinstance(reasons, int) and reasons & THROTTLE_BITS:
-        out.append("T")
-    if getattr(dev, "compute_mode", None) in ("exclusive_process", "exclusive_thread", "prohibited"):
-        out.append("X")
-    if out:
-        return "".join(out)
-    known = [getattr(dev, n, None) for n in ("ecc_uncorrected_volatile", "clocks_event_reasons", "compute_mode")]
-    return "" if any(v is not None for v in known) else "?"
+def health_flags(dev: Any) -> str:
+    """A compact health column: "" healthy, "?" unknown, else letters —
+    L lost, E uncorrectable ECC, R reset needed (pending remap/retirement) or F remap failed,
+    T thermal, P power brake, S hardware slowdown, X exclusive/prohibited compute mode."""
+    if dev.error:
+        return "L"
+    known = [
+        dev.ecc_uncorrected_volatile,
+        dev.retired_pages_pending,
+        dev.remapped_rows_pending,
+        dev.clocks_event_reasons,
+        dev.compute_mode,
+    ]
+    if all(v is None for v in known):
+        return "?"
+    flags = ""
+    if dev.ecc_uncorrected_volatile:
+        flags += "E"
+    if dev.remapped_rows_failure:
+        flags += "F"
+    if dev.remapped_rows_pending or dev.retired_pages_pending:
+        flags += "R"
+    reasons = dev.clocks_event_reasons or 0
+    if reasons & (CLOCKS_HW_THERMAL | CLOCKS_SW_THERMAL):
+        flags += "T"
+    if reasons & CLOCKS_HW_POWER_BRAKE:
+        flags += "P"
+    if reasons & CLOCKS_HW_SLOWDOWN:
+        flags += "S"
+    if dev.compute_mode in (COMPUTE_EXCLUSIVE_PROCESS, COMPUTE_EXCLUSIVE_THREAD, COMPUTE_PROHIBITED):
+        flags += "X"
+    return flags

@@ -1,0 +1,169 @@
+"""WSL: the GPU comes from the Windows driver. WSL1 has none; inside WSL2 a Linux NVIDIA driver, a
+`cuda-drivers` package or a stray libcuda/libnvidia-ml copy shadows the Windows driver's libraries in
+/usr/lib/wsl/lib. No modprobe, DKMS or Secure Boot advice here, ever: there is no NVIDIA kernel module
+inside WSL.
+
+Sources: cuda-facts §9 (NVIDIA "CUDA on WSL User Guide"; microsoft/WSL#11755 a Linux driver inside WSL;
+microsoft/WSL#12859 "GPU access blocked by the operating system"; Syllo/nvtop#318 /usr/lib/wsl/lib).
+"""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.platform import WslFacts
+from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.rules.catalogue import entry, fix
+
+WSL1 = entry(
+    "CD112",
+    "wsl1-no-gpu",
+    Severity.ERROR,
+    "Driver",
+    "WSL1 has no GPU support: convert this distribution to WSL2",
+    """CUDA under WSL needs WSL2 (a real Linux kernel with the /dev/dxg GPU bridge to the Windows driver).
+    A distribution running as WSL1 cannot see any GPU, whatever is installed inside it.""",
+)
+LINUX_DRIVER_IN_WSL = entry(
+    "CD113",
+    "wsl-linux-driver-installed",
+    Severity.ERROR,
+    "Driver",
+    "A Linux NVIDIA driver is installed inside WSL",
+    """Under WSL2 the driver is the Windows one; its libraries (libcuda, libnvidia-ml) are mapped into
+    /usr/lib/wsl/lib. A Linux driver package (nvidia-driver-*, cuda-drivers, libnvidia-compute-*) installs
+    its own copies that are found first and fail (there is no NVIDIA kernel module in WSL). Remove it;
+    install only the CUDA toolkit inside WSL, if anything.""",
+)
+SHADOWED = entry(
+    "CD114",
+    "wsl-libcuda-shadowed",
+    Severity.ERROR,
+    "Driver",
+    "A libcuda/libnvidia-ml copy shadows the Windows driver's libraries",
+    """Copies of libcuda.so or libnvidia-ml.so outside /usr/lib/wsl/lib are found before the Windows
+    driver's own libraries and do not work under WSL2. Remove them (or the package that owns them) and
+    refresh the loader cache.""",
+)
+BLOCKED = entry(
+    "CD115",
+    "wsl-gpu-blocked",
+    Severity.ERROR,
+    "Driver",
+    "GPU access blocked by the operating system",
+    """Windows refused the GPU to WSL ("GPU access blocked by the operating system"): the Windows
+    NVIDIA driver or WSL itself is too old, WSL was started before a driver update, or a Windows policy
+    keeps the GPU from virtual machines.""",
+)
+
+_REMOVE_WHY = "there is no NVIDIA kernel module inside WSL; the Windows driver provides the GPU"
+
+
+def wsl(f: Facts) -> WslFacts | None:
+    return f.platform.wsl if f.platform is not None else None
+
+
+def in_wsl(f: Facts) -> bool:
+    """WSL from either probe: the platform facts, or the system probe's older flag."""
+    return wsl(f) is not None or bool(f.system and f.system.wsl)
+
+
+def distro(f: Facts) -> str:
+    w = wsl(f)
+    return (w.distro if w is not None else None) or "DISTRO"
+
+
+def windows_fixes(f: Facts) -> list[Fix]:
+    """The WSL2 fixes, all on the Windows side."""
+    return [
+        fix(
+            "On Windows (not inside WSL): install or update the NVIDIA driver, update WSL, restart it",
+            "# https://www.nvidia.com/Download/index.aspx  (the Windows driver; it brings CUDA to WSL2)",
+            "wsl --update",
+            "wsl --shutdown",
+        ),
+        fix("Inside WSL afterwards: the Windows driver's libraries must be here", "ls -l /usr/lib/wsl/lib/"),
+    ]
+
+
+def root_cause(f: Facts) -> str | None:
+    """The WSL finding that explains a driver failure (for driver.py's cause=)."""
+    w = wsl(f)
+    if w is None:
+        return None
+    if w.version == 1:
+        return "CD112"
+    if w.linux_driver_packages or w.linux_module_files:
+        return "CD113"
+    if w.shadowing_libs:
+        return "CD114"
+    if f.driver is not None and f.driver.init_status == "OPERATING_SYSTEM":
+        return "CD115"
+    return None
+
+
+def evaluate(f: Facts) -> list[Finding]:
+    w = wsl(f)
+    if w is None:
+        return []
+    if w.version == 1:
+        name = distro(f)
+        return [
+            WSL1.finding(
+                fix=[
+                    fix(
+                        "In PowerShell on Windows: convert it to WSL2 (the files are kept), then start it again",
+                        "wsl --list --verbose",
+                        f"wsl --set-version {name} 2",
+                    ),
+                    fix("And make WSL2 the default for new distributions", "wsl --set-default-version 2"),
+                ]
+            )
+        ]
+    out: list[Finding] = []
+    cuda_broken = not (f.driver is not None and f.driver.init_status == "ok") or (
+        f.cuda_driver is not None and f.cuda_driver.init_result not in (0, None)
+    )
+    packages = w.linux_driver_packages or []
+    if packages or w.linux_module_files:
+        cmds = [f"sudo apt-get remove --purge {' '.join(packages)}"] if packages else []
+        cmds += ["sudo apt-get autoremove --purge", "ls -l /usr/lib/wsl/lib/"]
+        if w.linux_module_files and not packages:
+            cmds.insert(0, "# a .run installer put these here: sudo sh NVIDIA-Linux-*.run --uninstall")
+        out.append(
+            LINUX_DRIVER_IN_WSL.finding(
+                title="A Linux NVIDIA driver is installed inside WSL: "
+                + ", ".join(packages or w.linux_module_files or []),
+                fix=[
+                    fix(f"Remove it ({_REMOVE_WHY})", *cmds),
+                    fix(
+                        "For nvcc inside WSL install only the toolkit package, never cuda or cuda-drivers",
+                        "sudo apt-get install cuda-toolkit",
+                    ),
+                    *windows_fixes(f)[1:],
+                ],
+                tables=[Table(["Package or file"], [[p] for p in packages + (w.linux_module_files or [])])],
+            )
+        )
+    if w.shadowing_libs:
+        out.append(
+            SHADOWED.finding(
+                title=f"{SHADOWED.summary}: {', '.join(w.shadowing_libs[:3])}"
+                + (f" and {len(w.shadowing_libs) - 3} more" if len(w.shadowing_libs) > 3 else ""),
+                severity=Severity.ERROR if cuda_broken else Severity.WARNING,
+                fix=[
+                    fix("Find the package that owns each copy", *[f"dpkg -S {p}" for p in w.shadowing_libs[:3]]),
+                    fix(
+                        f"Remove that package, or move the copies away ({_REMOVE_WHY}), refresh the loader cache",
+                        *[f"sudo mv {p} {p}.bak" for p in w.shadowing_libs[:3]],
+                        "sudo ldconfig",
+                        "ldconfig -p | grep -E 'libcuda|libnvidia-ml'",
+                    ),
+                ],
+            )
+        )
+    blocked = (f.driver is not None and f.driver.init_status == "OPERATING_SYSTEM") or (
+        f.cuda_driver is not None and f.cuda_driver.init_result == 304
+    )
+    if blocked and not out:
+        out.append(BLOCKED.finding(fix=windows_fixes(f)))
+    return out
