@@ -7,11 +7,10 @@ plain exit 130 with no traceback; SIGTERM is 143 and SIGHUP 129. Every child pro
 
 from __future__ import annotations
 
-import os
-import sys
-
 # _signal, not signal: the Python module builds enums at import, long enough for a Ctrl-C to land in it
 import _signal
+import os
+import sys
 
 
 def _on_signal(signum: int, frame: object) -> None:

@@ -21,9 +21,11 @@ from cudadoctor.report import ProbeOutcome
 if TYPE_CHECKING:
     from cudadoctor.facts import (
         BandwidthFacts,
+        CompileFacts,
         CudaDriverFacts,
         DriverFacts,
         PciFacts,
+        PlatformFacts,
         SmokeFacts,
         SystemFacts,
         ToolkitFacts,
@@ -68,9 +70,16 @@ class Probe:
 
 
 def collect_torch(ctx: Context) -> TorchFacts:
+    from cudadoctor.backends.libraries import enrich
     from cudadoctor.backends.torchenv import query_torch
 
-    return query_torch(ctx.python, timeout=ctx.child_timeout("torch"), env=dict(ctx.environ))
+    return enrich(query_torch(ctx.python, timeout=ctx.child_timeout("torch"), env=dict(ctx.environ)))
+
+
+def collect_compile(ctx: Context) -> CompileFacts:
+    from cudadoctor.backends.compile import query_compile
+
+    return query_compile(ctx.python, timeout=ctx.child_timeout("compile"), env=dict(ctx.environ))
 
 
 def collect_system(ctx: Context) -> SystemFacts:
@@ -86,15 +95,24 @@ def collect_pci(ctx: Context) -> PciFacts:
 
 
 def collect_driver(ctx: Context) -> DriverFacts:
-    from cudadoctor.backends.nvml import query_driver
+    from cudadoctor.backends.nvml_isolated import query
 
-    return query_driver(with_processes=True)
+    # in a child: a crash inside the driver library becomes a fact naming the call, not the doctor's end
+    return query(with_processes=True, with_binding=True, timeout=ctx.child_timeout("driver"))
 
 
 def collect_cuda_driver(ctx: Context) -> CudaDriverFacts:
     from cudadoctor.backends.cuda import query_libcuda
 
     return query_libcuda(timeout=ctx.child_timeout("cuda_driver"))
+
+
+def collect_platform(ctx: Context) -> PlatformFacts:
+    from cudadoctor.backends.hostfs import Host
+    from cudadoctor.backends.platform_facts import platform_facts
+
+    # several short programs (dmesg, modinfo, systemctl): each gets a share of the probe's bound
+    return platform_facts(Host(environ=ctx.environ), timeout=min(3.0, ctx.child_timeout("platform") / 4))
 
 
 def collect_toolkit(ctx: Context) -> ToolkitFacts:
@@ -135,8 +153,10 @@ REGISTRY: tuple[Probe, ...] = (
     Probe("driver", collect_driver, 15, help="the NVIDIA driver and every GPU through NVML"),
     Probe("cuda_driver", collect_cuda_driver, 25, help="libcuda and cuInit, in a child process"),
     Probe("toolkit", collect_toolkit, 10, help="the CUDA toolkit on disk (nvcc, libcudart)"),
+    Probe("platform", collect_platform, 15, help="below torch: WSL, kernel module, device nodes, container, Xid"),
     Probe("bandwidth", collect_bandwidth, 120, MEASURE, False, "host-device copy bandwidth per GPU (--full)"),
     Probe("smoke", collect_smoke, 120, MEASURE, False, "a CPU-vs-GPU training smoke test (--full)"),
+    Probe("compile", collect_compile, 150, TARGET, False, "torch.compile of a tiny function, CPU and GPU (--full)"),
 )
 
 
@@ -222,6 +242,9 @@ def run_probes(
             message, tb = errors[probe.name]
             outcomes.append(ProbeOutcome(probe.name, "crashed", round(finished[probe.name], 3), message, tb))
         else:
-            facts[probe.name] = results[probe.name]
-            outcomes.append(ProbeOutcome(probe.name, "ok", round(finished[probe.name], 3)))
+            result = facts[probe.name] = results[probe.name]
+            # a child that hung or crashed left partial facts: kept, but the check did not finish
+            failure = result.incomplete() if hasattr(result, "incomplete") else None
+            status = "ok" if failure is None else ("timeout" if "in time" in failure else "crashed")
+            outcomes.append(ProbeOutcome(probe.name, status, round(finished[probe.name], 3), failure))
     return facts, outcomes

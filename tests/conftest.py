@@ -13,6 +13,11 @@ from tests.fakenvml.build import build
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Coverage of the processes the tests start (coverage's `patch = ["subprocess"]`): their data goes beside
+# the test process's own, whatever directory they run in.
+os.environ.setdefault("COVERAGE_FILE", str(ROOT / ".coverage" / "data"))
+(ROOT / ".coverage").mkdir(exist_ok=True)
+
 
 def real_driver_present() -> bool:
     return any(

@@ -227,3 +227,15 @@ def test_findings_catalogue_is_up_to_date():
     assert (ROOT / "docs" / "findings.md").read_text() == render(), (
         "docs/findings.md is stale: python -m cudadoctor.render.catalogue docs/findings.md"
     )
+
+
+def test_readme_and_help_name_every_probe_from_the_registry(runner):
+    """--only/--skip, their help and the README list the same probes: the registry's."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if "--only driver,torch" in line)
+    listed = re.findall(r"`(\w+)`", row.split("Run some probes only")[1])
+    assert listed == probe_names()
+    help_text = runner.invoke(cli, ["check", "--help"]).output
+    assert all(name in " ".join(help_text.split()) for name in probe_names())

@@ -38,7 +38,18 @@ def test_free_memory_and_capability_per_gpu():
     found = evaluate(two_gpus(), Requirements(require_gpus=2, min_free_memory=8 * GiB, min_compute_capability="8.0"))
     assert codes(found) == ["CD501", "CD502", "CD503"]
     assert found[0].title == "0 of 2 visible GPUs qualify; 2 required"
-    assert "GPU 0 (NVIDIA A100-SXM4-80GB) has 4.0 GiB free; 8.0 GiB required" == found[1].title
+    assert found[1].title == "GPU 0 (NVIDIA A100-SXM4-80GB) has less than 8GiB free (4.0 GiB)"
+    assert 'eval "$(cudadoctor gpus --pick 2 --min-free 8GiB)"' in found[1].fix[1].commands  # the user's units
+
+
+def test_identical_gpus_that_fail_alike_are_one_finding():
+    from tests.facts_fixtures import gpu, healthy
+
+    facts = healthy([gpu(i, "Tesla T4", "7.5", total_gib=16) for i in range(4)])
+    found = evaluate(facts, Requirements(min_compute_capability="8.0", min_free_memory=8 * 10**9))
+    assert codes(found).count("CD503") == 1
+    cd503 = next(f for f in found if f.code == "CD503")
+    assert cd503.title == "GPUs 0, 1, 2, 3 (Tesla T4) have compute capability 7.5; 8.0 required"
     # without a count, one qualifying GPU is enough: the other one is a warning
     found = evaluate(two_gpus(), Requirements(min_compute_capability="8.0"))
     assert codes(found) == ["CD500", "CD503"] and found[1].severity.value == "warning"
@@ -125,7 +136,9 @@ def test_exit_code_2_for_bad_config_and_values(run_cli, tmp_path):
         == f"cudadoctor: {bad}: min-free-memory: 'lots' is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)"
     )
     assert run_cli("check", "--skip", "torch", "--require-gpus", "zero", machine=H100_FAKE).code == EXIT_USAGE
-    assert run_cli("check", "--skip", "torch", "--min-compute-capability", "eight", machine=H100_FAKE).code == EXIT_USAGE
+    assert (
+        run_cli("check", "--skip", "torch", "--min-compute-capability", "eight", machine=H100_FAKE).code == EXIT_USAGE
+    )
 
 
 def test_config_file_is_found_in_the_working_directory(run_cli, tmp_path):

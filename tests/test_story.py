@@ -82,6 +82,8 @@ def devices(draw: st.DrawFn) -> list[NvmlDevice]:
 
 @st.composite
 def torch_facts(draw: st.DrawFn, gpus: list[NvmlDevice]) -> TorchFacts:
+    if draw(st.integers(0, 5)) == 0:  # not installed: then nothing else about torch is known
+        return TorchFacts(python_executable="/opt/venv/bin/python", installed=False, complete=True)
     version = draw(st.sampled_from(TORCH))
     local = version.partition("+")[2]
     cuda = None if local == "cpu" else f"{local[2:-1]}.{local[-1]}"
@@ -89,7 +91,7 @@ def torch_facts(draw: st.DrawFn, gpus: list[NvmlDevice]) -> TorchFacts:
     flags = wheels.official_arch_flags(version)
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
-        installed=draw(st.sampled_from([True, True, True, False])),
+        installed=True,
         version=version,
         path="/opt/venv/lib/python3.11/site-packages/torch",
         cuda=cuda,
@@ -125,7 +127,9 @@ def machines(draw: st.DrawFn) -> Facts:
         missing_functions=draw(st.sampled_from([[], ["nvmlDeviceGetComputeRunningProcesses_v3"]])),
     )
     env = draw(
-        st.sampled_from([None, {}, {"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}])
+        st.sampled_from(
+            [None, {}, {"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}]
+        )
     )
     system = SystemFacts(
         os=draw(st.sampled_from(["Linux", "Linux", "Windows", "Darwin"])),
@@ -161,7 +165,10 @@ def machines(draw: st.DrawFn) -> Facts:
     )
     smoke = draw(
         st.sampled_from(
-            [None, SmokeFacts(steps=[SmokeStep("cpu", "mlp", [2.3, 2.0], 50.0)], dataloader_ok=True, checkpoint_ok=True)]
+            [
+                None,
+                SmokeFacts(steps=[SmokeStep("cpu", "mlp", [2.3, 2.0], 50.0)], dataloader_ok=True, checkpoint_ok=True),
+            ]
         )
     )
     return Facts(
@@ -201,9 +208,14 @@ def forget(facts: Facts, draw: st.DrawFn) -> Facts:
     return walk(facts)  # type: ignore[return-value]
 
 
+# Codes that tell one state with more or less detail: knowing less may turn the specific one into the
+# general one ("no NVIDIA GPU on the bus" into "no NVIDIA driver" once the PCI scan is unknown).
+SAME_STATE = {"CD108": "CD101", "CD109": "CD101"}
+
+
 def problems(facts: Facts, req: Requirements | None = None) -> set[str]:
     return {
-        f.code
+        SAME_STATE.get(f.code, f.code)
         for f in evaluate(facts, [], req)
         if f.severity in (Severity.ERROR, Severity.WARNING) and f.section != "Doctor"
     }

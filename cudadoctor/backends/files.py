@@ -34,6 +34,8 @@ def read_text(path: str, limit: int, what: str = "file") -> str:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise InputError(f"{path}: a {what} is at most {limit >> 20} MiB")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with a BOM: Windows PowerShell's `>` writes it
+        return data.decode("utf-16", errors="replace")
     if b"\0" in data[:65536]:
         raise InputError(f"{path} is binary, not a {what}")
     return data.decode("utf-8", errors="replace")

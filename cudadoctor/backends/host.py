@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cudadoctor.backends.child import run_child
+from cudadoctor.backends.hostfs import Host
 from cudadoctor.facts import PciDevice, PciFacts, SystemFacts, ToolkitFacts, ToolkitInstall
 from cudadoctor.knowledge.secrets import mask_value
 
@@ -41,19 +42,19 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _os_release() -> tuple[str | None, str | None]:
-    text = _read("/etc/os-release") or ""
+def _os_release(host: Host) -> tuple[str | None, str | None]:
+    text = host.read("/etc/os-release") or ""
     fields = dict((k, v.strip().strip('"')) for k, _, v in (ln.partition("=") for ln in text.splitlines()) if k)
     return fields.get("PRETTY_NAME"), fields.get("ID")
 
 
-def _container_hints(environ: Mapping[str, str]) -> list[str]:
+def _container_hints(environ: Mapping[str, str], host: Host) -> list[str]:
     hints = []
-    if os.path.exists("/.dockerenv"):
+    if host.exists("/.dockerenv"):
         hints.append("/.dockerenv")
-    if os.path.exists("/run/.containerenv"):
+    if host.exists("/run/.containerenv"):
         hints.append("/run/.containerenv (podman)")
-    cgroup = _read("/proc/1/cgroup") or ""
+    cgroup = host.read("/proc/1/cgroup") or ""
     for word in ("docker", "kubepods", "containerd", "lxc"):
         if word in cgroup:
             hints.append(f"/proc/1/cgroup mentions {word}")
@@ -65,9 +66,9 @@ def _container_hints(environ: Mapping[str, str]) -> list[str]:
     return hints
 
 
-def _shm_total() -> int | None:
+def _shm_total(host: Host) -> int | None:
     try:
-        st = os.statvfs("/dev/shm")
+        st = os.statvfs(host.path("/dev/shm"))
     except (OSError, AttributeError):
         return None
     return st.f_blocks * st.f_frsize
@@ -82,15 +83,17 @@ def _memory_total() -> int | None:
         return None
 
 
-def system_facts(environ: Mapping[str, str]) -> SystemFacts:
-    pretty, os_id = _os_release() if sys.platform.startswith("linux") else (None, None)
+def system_facts(environ: Mapping[str, str], host: Host | None = None) -> SystemFacts:
+    """host: the seam for /etc, /proc, /dev and container marks (a fake tree in tests); None: this machine."""
+    host = host or Host(environ=environ)
+    pretty, os_id = _os_release(host) if sys.platform.startswith("linux") else (None, None)
     if sys.platform == "darwin":
         pretty = f"macOS {platform.mac_ver()[0]}"
     elif sys.platform == "win32":
         pretty = f"Windows {platform.release()} ({platform.version()})"
     kernel = platform.release()
-    hints = _container_hints(environ) if sys.platform.startswith("linux") else []
-    module = _read("/proc/driver/nvidia/version")
+    hints = _container_hints(environ, host) if sys.platform.startswith("linux") else []
+    module = host.read("/proc/driver/nvidia/version")
     module_version = None
     if module:
         m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", module)
@@ -114,8 +117,8 @@ def system_facts(environ: Mapping[str, str]) -> SystemFacts:
         # NVIDIA_VISIBLE_DEVICES alone is a hint, not proof: people set it on hosts too
         in_container=any("NVIDIA_VISIBLE_DEVICES" not in h for h in hints),
         container_hints=hints,
-        wsl="microsoft" in kernel.lower() or os.path.exists("/usr/lib/wsl/lib"),
-        shm_total=_shm_total() if sys.platform.startswith("linux") else None,
+        wsl="microsoft" in kernel.lower() or host.exists("/usr/lib/wsl/lib"),
+        shm_total=_shm_total(host) if sys.platform.startswith("linux") else None,
         kernel_module_version=module_version,
         env=relevant_env(environ),
     )
@@ -156,27 +159,32 @@ def _windows_pci(timeout: float) -> PciFacts:
     return PciFacts(scanned=True, nvidia_gpus=parse_windows_adapters(res.stdout), method="Win32_VideoController")
 
 
-def pci_facts(root: str | None = None, timeout: float = 8.0) -> PciFacts:
-    """NVIDIA GPUs on the bus, whatever the driver: Linux sysfs, or Windows' display adapters."""
-    if sys.platform == "win32" and root is None:
+def pci_facts(root: str | None = None, timeout: float = 8.0, host: Host | None = None) -> PciFacts:
+    """NVIDIA GPUs on the bus, whatever the driver: Linux sysfs, or Windows' display adapters.
+
+    root: a sysfs PCI devices directory to read instead; host: the seam (a fake tree in tests)."""
+    if sys.platform == "win32" and root is None and host is None:
         return _windows_pci(timeout)
-    root = root or SYSFS_PCI
-    if not os.path.isdir(root):
+    if root is not None:
+        host, root = Host(root=root), "/"
+    host, root = host or Host(), root or SYSFS_PCI
+    devices = host.listdir(root)
+    if devices is None:
         return PciFacts(scanned=False)
     gpus = []
-    for dev in sorted(os.listdir(root)):
-        base = os.path.join(root, dev)
-        if (_read(os.path.join(base, "vendor")) or "").strip() != NVIDIA_VENDOR:
+    for dev in devices:
+        base = f"{root.rstrip('/')}/{dev}"
+        if (host.read(f"{base}/vendor") or "").strip() != NVIDIA_VENDOR:
             continue
-        cls = (_read(os.path.join(base, "class")) or "").strip()
+        cls = (host.read(f"{base}/class") or "").strip()
         if not cls.startswith(_GPU_CLASS_PREFIX):
             continue
-        driver_link = os.path.join(base, "driver")
-        driver = os.path.basename(os.readlink(driver_link)) if os.path.islink(driver_link) else None
+        link = host.readlink(f"{base}/driver")
+        driver = os.path.basename(link.rstrip("/")) if link else None
         gpus.append(
             PciDevice(
                 address=dev,
-                device_id=(_read(os.path.join(base, "device")) or "").strip() or None,
+                device_id=(host.read(f"{base}/device") or "").strip() or None,
                 class_code=cls,
                 kernel_driver=driver,
             )

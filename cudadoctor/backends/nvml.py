@@ -68,22 +68,34 @@ def library_version_from_path(path: str | None) -> str | None:
 class _Session:
     """One guarded NVML call helper for the lifetime of an init/shutdown pair."""
 
-    def __init__(self, nv: Any, facts: DriverFacts) -> None:
+    def __init__(
+        self,
+        nv: Any,
+        facts: DriverFacts,
+        trace: Callable[[str], None] | None = None,
+        progress: Callable[[DriverFacts], None] | None = None,
+    ) -> None:
         self.nv = nv
         self.facts = facts
         self.names = _error_names(nv)
+        self.trace = trace  # told each call's name first: a crash or hang inside it can be named
+        self.progress = progress  # told the facts so far after each device
 
     def call(self, fn_name: str, *args: Any, device: NvmlDevice | None = None, what: str = "") -> Any:
         fn: Callable[..., Any] | None = getattr(self.nv, fn_name, None)
         if fn is None:
             self._missing(fn_name)
             return None
+        if self.trace is not None:
+            self.trace(fn_name)
         try:
             return fn(*args)
         except self.nv.NVMLError as exc:
             name = self.names.get(exc.value, f"CODE_{exc.value}")
             if name == "FUNCTION_NOT_FOUND":
                 self._missing(fn_name)
+            elif device is None and name != "NOT_SUPPORTED":
+                self.facts.query_errors[fn_name] = name
             elif name in ("GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND") and device is not None:
                 raise _DeviceGone(name) from None
             elif device is not None:
@@ -109,7 +121,12 @@ class _Session:
             self.facts.missing_functions.append(fn_name)
 
 
-def query_driver(with_processes: bool = True, with_binding: bool = True) -> DriverFacts:
+def query_driver(
+    with_processes: bool = True,
+    with_binding: bool = True,
+    trace: Callable[[str], None] | None = None,
+    progress: Callable[[DriverFacts], None] | None = None,
+) -> DriverFacts:
     """Everything NVML can tell about the driver and each GPU. Never raises for NVML trouble.
 
     with_binding=False skips naming the binding's version (importlib.metadata costs ~7 ms, which
@@ -122,6 +139,8 @@ def query_driver(with_processes: bool = True, with_binding: bool = True) -> Driv
     facts = DriverFacts(binding=_binding_version() if with_binding else None, library_loaded=False, init_status="ok")
     with _LOCK:
         try:
+            if trace is not None:
+                trace("nvmlInit")
             nv.nvmlInit()
         except nv.NVMLError as exc:
             facts.init_status = _error_names(nv).get(exc.value, f"CODE_{exc.value}")
@@ -134,9 +153,11 @@ def query_driver(with_processes: bool = True, with_binding: bool = True) -> Driv
             facts.library_loaded = True
             facts.library_path = _loaded_library_path()
             facts.library_version = library_version_from_path(facts.library_path)
-            _query_system(_Session(nv, facts), with_processes)
+            _query_system(_Session(nv, facts, trace, progress), with_processes)
         finally:
             try:
+                if trace is not None:
+                    trace("nvmlShutdown")
                 nv.nvmlShutdown()
             except nv.NVMLError:
                 pass
@@ -162,6 +183,8 @@ def _query_system(s: _Session, with_processes: bool) -> None:
         except _DeviceGone as gone:
             dev.error = gone.name
         f.devices.append(dev)
+        if s.progress is not None:
+            s.progress(f)
 
 
 def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) -> None:
@@ -192,8 +215,54 @@ def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) ->
         dev.mig_enabled = bool(mig[0])
         if dev.mig_enabled:
             dev.mig_instances = _query_mig(s, h, dev)
+    _query_health(s, h, dev)
     if with_processes:
         dev.processes = _query_processes(s, h, dev)
+
+
+# nvmlComputeMode_t -> the names facts use (nvml.h; EXCLUSIVE_THREAD was removed in CUDA 8 but may be reported)
+_COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
+_UNCORRECTED, _VOLATILE, _AGGREGATE = 1, 0, 1  # NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_*_ECC
+_CAUSE_SBE, _CAUSE_DBE = 0, 1  # NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, _DOUBLE_BIT_ECC_ERROR
+
+
+def _query_health(s: _Session, h: Any, dev: NvmlDevice) -> None:
+    """ECC, retired pages, remapped rows, persistence, compute mode, clock event reasons. Optional: a GPU or
+    driver without one of them leaves it None, and an old driver's missing function is not reported."""
+    missing_before = list(s.facts.missing_functions)
+    unsupported_before = dict(dev.unsupported)
+    vol = s.call("nvmlDeviceGetTotalEccErrors", h, _UNCORRECTED, _VOLATILE, device=dev, what="ecc")
+    agg = s.call("nvmlDeviceGetTotalEccErrors", h, _UNCORRECTED, _AGGREGATE, device=dev, what="ecc")
+    dev.ecc_uncorrected_volatile = None if vol is None else int(vol)
+    dev.ecc_uncorrected_aggregate = None if agg is None else int(agg)
+    pending = s.call("nvmlDeviceGetRetiredPagesPendingStatus", h, device=dev, what="retired_pages")
+    if pending is not None:
+        dev.retired_pages_pending = bool(pending)
+        sbe = s.call("nvmlDeviceGetRetiredPages", h, _CAUSE_SBE, device=dev, what="retired_pages")
+        dbe = s.call("nvmlDeviceGetRetiredPages", h, _CAUSE_DBE, device=dev, what="retired_pages")
+        dev.retired_pages_sbe = None if sbe is None else len(sbe)
+        dev.retired_pages_dbe = None if dbe is None else len(dbe)
+    rows = s.call("nvmlDeviceGetRemappedRows", h, device=dev, what="remapped_rows")
+    if rows is not None:
+        corr, unc, is_pending, failure = rows
+        dev.remapped_rows_correctable, dev.remapped_rows_uncorrectable = int(corr), int(unc)
+        dev.remapped_rows_pending, dev.remapped_rows_failure = bool(is_pending), bool(failure)
+    persistence = s.call("nvmlDeviceGetPersistenceMode", h, device=dev, what="persistence")
+    dev.persistence_mode = None if persistence is None else bool(persistence)
+    mode = s.call("nvmlDeviceGetComputeMode", h, device=dev, what="compute_mode")
+    dev.compute_mode = None if mode is None else _COMPUTE_MODES.get(int(mode), f"mode_{int(mode)}")
+    reasons = s.first(
+        ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"],
+        h,
+        device=dev,
+        what="clocks_event_reasons",
+    )
+    dev.clocks_event_reasons = None if reasons is None else int(reasons)
+    # NOT_SUPPORTED is the normal answer on GeForce and older GPUs: not worth a mark in the facts
+    for key in ("ecc", "retired_pages", "remapped_rows", "persistence", "compute_mode", "clocks_event_reasons"):
+        if dev.unsupported.get(key) == "NOT_SUPPORTED" and key not in unsupported_before:
+            del dev.unsupported[key]
+    s.facts.missing_functions[:] = missing_before
 
 
 def _query_mig(s: _Session, h: Any, dev: NvmlDevice) -> list[MigInstance]:

@@ -78,8 +78,9 @@ def _result(lines: list[str], ended: str | None) -> DriverFacts:
     where = f" in {call}" if call else ""
     failure = f"{ended or 'stopped'}{where}"
     if facts is None:  # nothing was read: NVML itself could not start
+        status = "TIMEOUT" if failure.startswith("hung") else "CRASHED"  # TIMEOUT: NVML's own name for it
         return DriverFacts(
-            binding=None, library_loaded=True, init_status="CRASHED", init_message=failure, query_failure=failure
+            binding=None, library_loaded=True, init_status=status, init_message=failure, query_failure=failure
         )
     facts.query_failure = failure if not (complete and call == "nvmlShutdown") else f"{failure} (after every GPU)"
     return facts

@@ -31,23 +31,32 @@ def _describe_from_proc(p: GpuProcess) -> None:
 
 
 def describe_processes(procs: list[GpuProcess]) -> None:
-    """Fill in name, user and command; a process that vanished or is hidden stays None (N/A)."""
+    """Fill in name, user and command; a process that vanished or is hidden stays None (N/A).
+
+    A process that holds memory on many GPUs is read once per snapshot (128 GPUs x 50 processes
+    would otherwise read /proc 6,400 times)."""
     if not procs:
         return
+    by_pid: dict[int, list[GpuProcess]] = {}
+    for p in procs:
+        by_pid.setdefault(p.pid, []).append(p)
     if sys.platform.startswith("linux") and os.path.isdir("/proc/self"):
-        for p in procs:
-            _describe_from_proc(p)
+        for same in by_pid.values():
+            first = same[0]
+            _describe_from_proc(first)
+            for other in same[1:]:
+                other.name, other.user, other.command = first.name, first.user, first.command
         return
     try:
         import psutil
     except ImportError:
         return
-    for p in procs:
+    for pid, same in by_pid.items():
         try:
-            proc = psutil.Process(p.pid)
+            proc = psutil.Process(pid)
             with proc.oneshot():
-                p.name = proc.name()
-                p.user = proc.username()
-                p.command = " ".join(proc.cmdline()) or p.name
+                name, user, command = proc.name(), proc.username(), " ".join(proc.cmdline())
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
             continue
+        for p in same:
+            p.name, p.user, p.command = name, user, command or name

@@ -30,25 +30,127 @@ def dist_version(name):
         return None
 
 
+# Every CUDA library family torch uses (the parent classifies the paths: backends/libraries.py).
+FAMILY_PREFIXES = (
+    ("cudart", "libcudart."),
+    ("cudnn", "libcudnn"),
+    ("cublas", "libcublas"),
+    ("cufft", "libcufft"),
+    ("curand", "libcurand."),
+    ("cusolver", "libcusolver"),
+    ("cusparse", "libcusparse"),
+    ("nccl", "libnccl."),
+    ("nvjitlink", "libnvJitLink."),
+    ("nvrtc", "libnvrtc"),
+    ("cupti", "libcupti."),
+    ("nvtx", "libnvToolsExt."),
+    ("cuda", "libcuda."),
+)
+
+
+# The same families as Windows DLL names (torch\lib\cudart64_12.dll, cudnn64_9.dll, nvJitLink_120_0.dll, …).
+WINDOWS_PREFIXES = (
+    ("cudart", "cudart64_"),
+    ("cudnn", "cudnn"),
+    ("cublas", "cublas"),
+    ("cufft", "cufft"),
+    ("curand", "curand64_"),
+    ("cusolver", "cusolver"),
+    ("cusparse", "cusparse"),
+    ("nvjitlink", "nvjitlink_"),
+    ("nvrtc", "nvrtc"),
+    ("cupti", "cupti64_"),
+    ("nvtx", "nvtoolsext64_"),
+    ("cuda", "nvcuda."),
+)
+
+
+def windows_modules():
+    """Every DLL loaded in this process (EnumProcessModules), full paths."""
+    import ctypes
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    psapi = ctypes.WinDLL("psapi", use_last_error=True)
+    kernel32.GetCurrentProcess.restype = wintypes.HANDLE
+    psapi.EnumProcessModules.argtypes = [
+        wintypes.HANDLE,
+        ctypes.POINTER(wintypes.HMODULE),
+        wintypes.DWORD,
+        ctypes.POINTER(wintypes.DWORD),
+    ]
+    kernel32.GetModuleFileNameW.argtypes = [wintypes.HMODULE, wintypes.LPWSTR, wintypes.DWORD]
+    size = 4096
+    modules = (wintypes.HMODULE * size)()
+    needed = wintypes.DWORD()
+    if not psapi.EnumProcessModules(
+        kernel32.GetCurrentProcess(), modules, ctypes.sizeof(modules), ctypes.byref(needed)
+    ):
+        return None
+    count = min(needed.value // ctypes.sizeof(wintypes.HMODULE), size)
+    buf = ctypes.create_unicode_buffer(32768)
+    out = []
+    for i in range(count):
+        if kernel32.GetModuleFileNameW(modules[i], buf, 32768):
+            out.append(buf.value)
+    return out
+
+
 def loaded_libraries():
-    found = {"cudart": [], "cudnn": [], "cublas": [], "nccl": [], "cuda": []}
+    """The files of each family mapped into this process: /proc/self/maps (the resolved paths) on Linux,
+    the loaded modules on Windows; None where neither can be read."""
+    found = {key: [] for key, _ in FAMILY_PREFIXES}
+    if sys.platform == "win32":
+        try:
+            paths = windows_modules()
+        except Exception:
+            paths = None
+        if paths is None:
+            return None
+        for path in paths:
+            base = os.path.basename(path).lower()
+            for key, prefix in WINDOWS_PREFIXES:
+                if base.startswith(prefix) and base.endswith(".dll") and path not in found[key]:
+                    found[key].append(path)
+                    break
+        return found
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split(None, 5)[-1].strip() for line in maps if ".so" in line}
     except OSError:
-        return found
+        return None
     for path in sorted(paths):
         base = os.path.basename(path)
-        for key, prefix in (
-            ("cudart", "libcudart"),
-            ("cudnn", "libcudnn"),
-            ("cublas", "libcublas"),
-            ("nccl", "libnccl"),
-            ("cuda", "libcuda."),
-        ):
+        for key, prefix in FAMILY_PREFIXES:
             if base.startswith(prefix) and path not in found[key]:
                 found[key].append(path)
+                break
     return found
+
+
+def environment_facts(out):
+    """Where this interpreter looks for packages and libraries (read before torch is imported)."""
+    out["prefix"] = sys.prefix
+    here = os.path.dirname(os.path.abspath(__file__))  # sys.path[0]: this script's directory
+    out["site_dirs"] = [p for p in sys.path if p and os.path.isdir(p) and os.path.abspath(p) != here]
+    out["ld_library_path"] = os.environ.get("LD_LIBRARY_PATH")
+    try:
+        import site
+
+        if site.ENABLE_USER_SITE:
+            out["user_site"] = site.getusersitepackages()
+    except Exception:
+        pass
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is not None:
+            from importlib import metadata
+
+            installer = metadata.distribution("torch").read_text("INSTALLER")
+            out["torch_installer"] = installer.strip() if installer else None
+    except Exception:
+        pass
 
 
 def main():
@@ -60,16 +162,19 @@ def main():
         "torchvision": dist_version("torchvision"),
         "torchaudio": dist_version("torchaudio"),
     }
+    environment_facts(out)
     try:
         import torch
     except ImportError as exc:
         out["import_error"] = f"{type(exc).__name__}: {exc}"
         out["installed"] = dist_version("torch") is not None
+        out["loaded_libraries"] = loaded_libraries()  # what was loaded when it failed
         emit(out)
         return
     except Exception as exc:  # a broken install raises anything
         out["installed"] = True
         out["import_error"] = f"{type(exc).__name__}: {exc}"
+        out["loaded_libraries"] = loaded_libraries()
         emit(out)
         return
     out["installed"] = True
@@ -92,6 +197,7 @@ def main():
         out["mps_built"] = bool(torch.backends.mps.is_built())
     except Exception:
         out["mps_built"] = None
+    out["loaded_libraries"] = loaded_libraries()  # torch's import loads most of them already
     emit(out)  # the CUDA-free part, in case what follows hangs
 
     with warnings.catch_warnings(record=True) as caught:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cudadoctor import locale as i18n
 from cudadoctor import probes
 from cudadoctor.cli import echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
@@ -176,11 +177,12 @@ def _collect_with_progress(
         return collect(chosen, python, timeout, size, registry)
     from rich.console import Console
 
-    with Console(stderr=True).status(f"Measuring {' and '.join(names)} (torch child process)…"):
+    with Console(stderr=True).status(i18n._("Measuring {names} (torch child process)…").format(names=", ".join(names))):
         return collect(chosen, python, timeout, size, registry)
 
 
-def emit(rep: Report, fmt: str, output: str | None, redact: bool, verbose: bool) -> None:
+def emit(rep: Report, fmt: str, output: str | None, redact: bool, verbose: bool, machine: Report | None = None) -> None:
+    """`machine`: the same report in English, for the file --output writes (machines read it)."""
     import json
 
     from cudadoctor.render import markdown, text
@@ -189,7 +191,7 @@ def emit(rep: Report, fmt: str, output: str | None, redact: bool, verbose: bool)
     data = report_data(rep, redact)
     json_text = json.dumps(data, indent=2) + "\n"
     if output:
-        _write(output, json_text)
+        _write(output, json_text if machine is None else json.dumps(report_data(machine, redact), indent=2) + "\n")
     if fmt == "json":
         echo(json_text, nl=False)
     elif fmt == "markdown":
@@ -248,16 +250,20 @@ def run_check(
         if any(p.where != probes.HERE for p in chosen):
             python = _target_python(python, timeout)
         facts, outcomes = _collect_with_progress(chosen, python or sys.executable, timeout, transfer_size, registry)
-    rep = diagnose(facts, outcomes, req, source, command)
-    emit(rep, "json" if as_json else fmt, output, redact, verbose)
+    rep = machine = diagnose(facts, outcomes, req, source, command)
+    github = os.environ.get("GITHUB_ACTIONS") == "true"
+    if (output or junit or github) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
+        with i18n.use(i18n.ENGLISH):  # JSON, JUnit and annotations stay English unless --lang asked otherwise
+            machine = diagnose(facts, outcomes, req, source, command)
+    emit(rep, "json" if as_json else fmt, output, redact, verbose, machine if machine is not rep else None)
     if junit:
         from cudadoctor.render.junit import render as junit_xml
 
-        _write(junit, junit_xml(rep))
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+        _write(junit, junit_xml(machine))
+    if github:
         from cudadoctor.render.github import annotations
 
-        for line in annotations(rep):
+        for line in annotations(machine):
             echo(line, err=fmt == "json" or as_json)
     return rep.exit_code
 

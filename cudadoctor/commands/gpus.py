@@ -127,7 +127,7 @@ def _visibility(driver: DriverFacts) -> Visibility:
 
 def _problem(driver: DriverFacts) -> tuple[str, int] | None:
     """A line for stderr and the exit code when the table cannot be trusted whole."""
-    if driver.init_status == "CRASHED":
+    if driver.init_status in ("CRASHED", "TIMEOUT"):
         return f"cudadoctor: NVML {driver.init_message}: the driver library itself failed (run `cudadoctor check`)", 3
     if driver.init_status != "ok":
         code, title = _no_driver_finding(driver)
@@ -144,9 +144,9 @@ def _problem(driver: DriverFacts) -> tuple[str, int] | None:
 
 
 def _health_flags(d: NvmlDevice) -> str:
-    from cudadoctor.knowledge.gpu_health import flags
+    from cudadoctor.knowledge.gpu_health import health_flags
 
-    return flags(d)
+    return health_flags(d)
 
 
 def _scrub(redact: bool) -> Any:

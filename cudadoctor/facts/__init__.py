@@ -17,20 +17,26 @@ from cudadoctor.facts.host import (
     ToolkitFacts,
     ToolkitInstall,
 )
+from cudadoctor.facts.libraries import CompileFacts, LibraryFacts
 from cudadoctor.facts.measure import BandwidthFacts, SmokeFacts, SmokeStep, Transfer
 from cudadoctor.facts.nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
+from cudadoctor.facts.paste import PasteFacts
+from cudadoctor.facts.platform import PlatformFacts
 from cudadoctor.facts.torch import TorchDevice, TorchFacts
 
 __all__ = [
     "BandwidthFacts",
+    "CompileFacts",
     "CudaDriverFacts",
     "DriverFacts",
     "Facts",
     "GpuProcess",
+    "LibraryFacts",
     "MigInstance",
     "NvmlDevice",
     "PciDevice",
     "PciFacts",
+    "PlatformFacts",
     "SmokeFacts",
     "SmokeStep",
     "SystemFacts",
@@ -55,3 +61,6 @@ class Facts:
     torch: TorchFacts | None = None
     bandwidth: BandwidthFacts | None = None
     smoke: SmokeFacts | None = None
+    compile: CompileFacts | None = None  # torch.compile in the target interpreter (--full, --only compile)
+    paste: PasteFacts | None = None  # what `cudadoctor triage` read in a paste (facts/paste.py)
+    platform: PlatformFacts | None = None  # below torch: WSL, kernel module, container, Xid (facts/platform.py)

@@ -20,6 +20,13 @@ class CudaDriverFacts:
     timed_out: bool = False
     child_error: str | None = None
 
+    def incomplete(self) -> str | None:
+        if self.timed_out:
+            return "cuInit did not return in time"
+        if self.child_error and self.library_found is None:
+            return f"the libcuda child failed: {self.child_error}"
+        return None
+
 
 @dataclass
 class ToolkitInstall:

@@ -19,12 +19,29 @@ class Transfer:
 
 
 @dataclass
+class PeerTransfer:
+    """A GPU-to-GPU copy (P2P over NVLink or PCIe, or through the host where P2P is off)."""
+
+    src: int  # CUDA ordinals
+    dst: int
+    gbps: float | None = None  # median, GB/s (10^9 bytes)
+    size: int = 0
+    error: str | None = None
+
+
+@dataclass
 class BandwidthFacts:
     skipped: str | None = None  # why nothing was measured (no usable GPU, …)
     transfers: list[Transfer] = field(default_factory=list)
     device_names: dict[str, str] = field(default_factory=dict)  # CUDA ordinal -> name
+    # with two or more GPUs: can_device_access_peer[i][j] (None: one GPU, or not measured) and copy rates
+    p2p_access: list[list[bool]] | None = None
+    p2p: list[PeerTransfer] = field(default_factory=list)
     error: str | None = None
     timed_out: bool = False
+
+    def incomplete(self) -> str | None:
+        return "the measurement child did not finish in time" if self.timed_out else None
 
 
 @dataclass
@@ -50,3 +67,6 @@ class SmokeFacts:
     checkpoint_error: str | None = None
     error: str | None = None
     timed_out: bool = False
+
+    def incomplete(self) -> str | None:
+        return "the measurement child did not finish in time" if self.timed_out else None

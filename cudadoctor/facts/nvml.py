@@ -47,6 +47,19 @@ class NvmlDevice:
     error: str | None = None
     # queries this device's driver does not answer: {"temperature": "NOT_SUPPORTED"}
     unsupported: dict[str, str] = field(default_factory=dict)
+    # health (rules/health.py), each None when unknown (NOT_SUPPORTED, NO_PERMISSION, an old driver)
+    ecc_uncorrected_volatile: int | None = None  # since the driver loaded
+    ecc_uncorrected_aggregate: int | None = None  # lifetime
+    retired_pages_sbe: int | None = None  # pages retired for multiple single-bit errors (pre-A100)
+    retired_pages_dbe: int | None = None  # pages retired for a double-bit error
+    retired_pages_pending: bool | None = None  # retirement waits for a GPU reset
+    remapped_rows_correctable: int | None = None  # A100 and newer
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None  # a remap waits for a GPU reset
+    remapped_rows_failure: bool | None = None  # no spare row was left: needs service
+    persistence_mode: bool | None = None
+    compute_mode: str | None = None  # default | exclusive_thread | prohibited | exclusive_process
+    clocks_event_reasons: int | None = None  # nvmlClocksEventReason* bitmask, now
 
 
 @dataclass
@@ -65,3 +78,13 @@ class DriverFacts:
     device_count: int | None = None
     devices: list[NvmlDevice] = field(default_factory=list)
     missing_functions: list[str] = field(default_factory=list)
+    # system-level NVML queries that returned an error: {"nvmlDeviceGetCount": "UNKNOWN"}
+    query_errors: dict[str, str] = field(default_factory=dict)
+    # the query could not finish: "crashed (SIGSEGV) in nvmlDeviceGetName", "hung in nvmlShutdown"
+    query_failure: str | None = None
+
+    def incomplete(self) -> str | None:
+        """A query that hung before it read every GPU did not finish in time (a crash is a finding)."""
+        if self.query_failure and self.query_failure.startswith("hung") and "after every GPU" not in self.query_failure:
+            return f"NVML {self.query_failure}: did not finish in time"
+        return None

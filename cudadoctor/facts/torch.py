@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cudadoctor.facts.libraries import LibraryFacts
+
 
 @dataclass
 class TorchDevice:
@@ -46,6 +48,21 @@ class TorchFacts:
     torchaudio: str | None = None
     cuda_visible_devices: str | None = None
     loaded_libraries: dict[str, list[str]] | None = None
+    # raw facts for the library stack (backends/libraries.py classifies them into `libraries`)
+    prefix: str | None = None  # sys.prefix
+    site_dirs: list[str] | None = None  # sys.path directories, in order
+    user_site: str | None = None  # the user site-packages when enabled
+    ld_library_path: str | None = None
+    torch_installer: str | None = None  # INSTALLER of torch's dist-info: pip, uv, conda, poetry
+    libraries: LibraryFacts | None = None
     complete: bool = False  # the child got to the end
     timed_out: bool = False
     child_error: str | None = None
+
+    def incomplete(self) -> str | None:
+        """Why the torch check did not finish (its facts are partial), or None."""
+        if self.timed_out:
+            return "the torch child did not finish in time"
+        if self.child_error and not self.complete and self.import_error is None:
+            return f"the torch child failed: {self.child_error}"
+        return None

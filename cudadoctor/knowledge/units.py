@@ -41,3 +41,15 @@ def format_size(n: int | None) -> str:
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
+
+
+def exact_size(n: int) -> str:
+    """A size as a person would type it back, exactly: 8GiB, 512MiB, 8GB, 1500000B (suggestions keep the
+    user's units: --min-free 8GB stays 8GB, not 7629MiB)."""
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    for unit, size in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}B"

@@ -185,15 +185,51 @@ def covers(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> bool | No
 
 
 def torchvision_for(torch_version: str) -> str | None:
-    """torchvision that matches a torch release: 0.(minor + 15).patch since torch 2.0 (0.15)."""
-    parts = torch_version.split("+")[0].split(".")
-    if len(parts) < 2 or parts[0] != "2":
-        return None
-    patch = parts[2] if len(parts) > 2 else "0"
-    return f"0.{int(parts[1]) + 15}.{patch}"
+    """torchvision that matches a torch release (the table and its sources: knowledge/companions.py)."""
+    from cudadoctor.knowledge import companions
+
+    return companions.torchvision_for(torch_version)
 
 
 def torchaudio_for(torch_version: str) -> str | None:
-    """torchaudio is versioned with torch (2.x.y) since torch 2.1."""
-    base = torch_version.split("+")[0]
-    return base if base.startswith("2.") else None
+    """torchaudio that matches a torch release (knowledge/companions.py)."""
+    from cudadoctor.knowledge import companions
+
+    return companions.torchaudio_for(torch_version)
+
+
+# --- platforms (shared cuda-facts §7, §10) -----------------------------------------------------------
+# Windows: the PyPI torch wheel is CPU-only; CUDA builds come from download.pytorch.org (uv docs ✅).
+# NVML is %WINDIR%\System32\nvml.dll, then %ProgramFiles%\NVIDIA Corporation\NVSMI\nvml.dll
+# (nvidia-ml-py's loader ✅); the CUDA driver library is nvcuda.dll in %WINDIR%\System32, installed by the
+# display driver ❓ (standard, not checked here). "[WinError 126] … c10.dll or one of its dependencies":
+# the Visual C++ Redistributable is missing (pytorch#126507, #131662, nagadomi/nunif#701 ✅).
+# macOS: no CUDA; the PyPI wheel is CPU + MPS (cuda-facts §6 ✅).
+# Linux aarch64: CUDA wheels for server GPUs (GH200, GB200, DGX Spark) on download.pytorch.org; a plain
+# `pip install torch` gave a CPU build on GB200 until they reached the default index (pytorch#168065 ✅).
+# Jetson: NVIDIA's JetPack wheels, not PyPI (cuda-facts §10 ✅; the page below is NVIDIA's install guide).
+WINDOWS_NVML_DLLS = (r"%WINDIR%\System32\nvml.dll", r"%ProgramFiles%\NVIDIA Corporation\NVSMI\nvml.dll")
+WINDOWS_CUDA_DRIVER_DLL = r"%WINDIR%\System32\nvcuda.dll"
+JETSON_WHEELS = "https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html"
+
+
+def platform_note(os_name: str | None, machine: str | None, jetson: bool = False) -> str | None:
+    """What is different about getting a CUDA torch on this platform; None for Linux x86_64."""
+    if jetson:
+        return (
+            "On Jetson (JetPack/L4T), torch with CUDA comes from NVIDIA's JetPack wheels "
+            f"({JETSON_WHEELS}), not from PyPI or download.pytorch.org."
+        )
+    if os_name == "Windows":
+        return (
+            "On Windows, `pip install torch` from PyPI installs a CPU-only build; CUDA builds come from "
+            "download.pytorch.org (--index-url …/cuXYZ)."
+        )
+    if os_name == "Darwin":
+        return "macOS has no CUDA: torch uses the Apple GPU through MPS (torch.backends.mps.is_available())."
+    if machine in ("aarch64", "arm64"):
+        return (
+            "On Linux aarch64 (GH200, GB200, DGX Spark), install the CUDA build from download.pytorch.org "
+            "(--index-url …/cuXYZ): a plain `pip install torch` gave a CPU-only build there (pytorch#168065)."
+        )
+    return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from cudadoctor.report import Report, Severity
+from cudadoctor.report import Finding, Report, Severity
 
 
 def render(report: Report) -> str:
@@ -41,5 +41,29 @@ def render(report: Report) -> str:
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     suite.set("skipped", str(skipped))
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def render_cases(report: Report, suite_name: str, cases: list[tuple[str, list[Finding]]]) -> str:
+    """One testcase per named subject (a fleet's nodes): it fails when any of its findings reaches
+    --fail-on, and the message lists them; a last testcase carries the report's own status."""
+    fail_on = Severity(report.fail_on)
+    suite = ET.Element("testsuite", name=suite_name, timestamp=report.created)
+    failures = 0
+    for name, found in [*cases, ("all", report.findings)]:
+        case = ET.SubElement(suite, "testcase", classname=suite_name, name=name, time="0")
+        bad = [f for f in found if f.severity.rank >= max(fail_on.rank, Severity.WARNING.rank)]
+        if name == "all" and report.status.exit_code != 0 and not bad:
+            el = ET.SubElement(case, "error", message=report.verdict, type=report.status.value)
+            el.text = report.verdict
+        elif bad:
+            failures += 1
+            el = ET.SubElement(case, "failure", message=bad[0].title, type=bad[0].severity.value)
+            el.text = "\n".join(f"{f.code} {f.title}" for f in bad)
+    suite.set("tests", str(len(cases) + 1))
+    suite.set("failures", str(failures))
+    suite.set("errors", str(sum(1 for c in suite if c.find("error") is not None)))
+    suite.set("skipped", "0")
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

@@ -45,9 +45,9 @@ def render(data: dict) -> str:
         lines += [
             "| | |",
             "|---|---|",
-            f"| OS | {system.get('os_release') or system.get('os')} ({system.get('machine')}) |",
-            f"| Python | {system.get('python_version')} `{system.get('python_executable')}` |",
-            f"| Host | {system.get('hostname')} |",
+            f"| OS | {system.get('os_release') or system.get('os')} ({system.get('machine') or 'unknown'}) |",
+            f"| Python | {system.get('python_version') or 'unknown'} `{system.get('python_executable') or '?'}` |",
+            f"| Host | {system.get('hostname') or 'unknown'} |",
             "",
         ]
     for section in SECTIONS:

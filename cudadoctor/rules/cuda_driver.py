@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
+from cudadoctor.knowledge import cuda_errors as errors
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Severity
+from cudadoctor.report import Finding, Fix, Severity
+from cudadoctor.rules import containers, health, kernel_module, wsl
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.driver import CONTAINER_FIX
 
@@ -111,16 +113,19 @@ def evaluate(f: Facts) -> list[Finding]:
                     )
                 ]
             )
-            return [LIBCUDA_MISSING_WITH_NVML.finding(fix=fixes)]
+            cause = containers.capabilities_cause(f) if in_container else None
+            return [LIBCUDA_MISSING_WITH_NVML.finding(fix=fixes, cause=cause)]
         return [
             LIBCUDA_ABSENT.finding(
                 title=f"No CUDA driver library: {c.load_error}" if c.load_error else LIBCUDA_ABSENT.summary,
             )
         ]
     if c.init_result is None:
+        if not c.child_error:
+            return []  # not known whether cuInit ran
         return [
             CUINIT_FAILED.finding(
-                title=f"cuInit could not be called: {c.child_error or 'the child process failed'}",
+                title=f"cuInit could not be called: {c.child_error}",
             )
         ]
     if c.init_result == 0:
@@ -145,34 +150,93 @@ def evaluate(f: Facts) -> list[Finding]:
                 ],
             )
         ]
-    fixes = []
-    if c.init_result in (100, 101):
-        fixes.append(
-            fix(
-                "See what CUDA_VISIBLE_DEVICES hides",
-                'echo "[$CUDA_VISIBLE_DEVICES]"',
-                "unset CUDA_VISIBLE_DEVICES",
-            )
-        )
-    elif c.init_result in (803, 804):
-        fixes.append(
-            fix(
-                "Find a cuda-compat libcuda on the library path",
-                "echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep -i compat",
-            )
-        )
-    elif c.init_result == 999:
-        fixes.append(
-            fix(
-                "Reload the unified-memory module (after suspend/resume)",
-                "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",
-            )
-        )
-    fixes.append(fix("Read the kernel log", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"))
+    fixes, cause = _cuinit_fixes(f, c.init_result)
     return [
         CUINIT_FAILED.finding(
             title=f"cuInit failed: {name} ({c.init_result})",
             why=f"{meaning} {CUINIT_FAILED.explanation}".strip(),
             fix=fixes,
+            cause=cause,
         )
     ]
+
+
+def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
+    """The fixes for a failed cuInit, first the one for this code; and the finding that is its cause."""
+    in_wsl = wsl.in_wsl(f)
+    fixes: list[Fix] = []
+    cause = None
+    nvml_broken = f.driver is not None and f.driver.init_status not in ("ok", "BINDING_MISSING")
+    generic = (errors.CUDA_ERROR_NO_DEVICE, errors.CUDA_ERROR_NOT_INITIALIZED, errors.CUDA_ERROR_UNKNOWN)
+    if nvml_broken and code in generic:
+        # the driver itself fails (a Driver finding says why): advice about CUDA_VISIBLE_DEVICES would mislead
+        return [fix("Fix the driver first (the Driver finding above), then check", "nvidia-smi")], None
+    if code in (errors.CUDA_ERROR_NO_DEVICE, errors.CUDA_ERROR_INVALID_DEVICE):
+        fixes.append(
+            fix("See what CUDA_VISIBLE_DEVICES hides", 'echo "[$CUDA_VISIBLE_DEVICES]"', "unset CUDA_VISIBLE_DEVICES")
+        )
+        fixes.append(fix("Compare with the GPUs the driver sees", "nvidia-smi -L"))
+    elif code == errors.CUDA_ERROR_DEVICE_UNAVAILABLE:
+        cause = health.compute_mode_cause(f)
+        fixes.append(
+            fix(
+                "See the compute mode and who holds the GPU; set the shared mode back",
+                "nvidia-smi --query-gpu=index,compute_mode --format=csv",
+                "nvidia-smi --query-compute-apps=pid,name --format=csv",
+                "sudo nvidia-smi -c DEFAULT",
+            )
+        )
+    elif code == errors.CUDA_ERROR_SYSTEM_NOT_READY:
+        cause, fm = kernel_module.fabric_manager_fix(f)
+        fixes.extend(fm)
+    elif code in (errors.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, errors.CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE):
+        fixes.append(
+            fix(
+                "Find the cuda-compat libcuda on the library path and take it off (forward compatibility "
+                "works only on data-centre GPUs, with a matching kernel driver)",
+                "echo $LD_LIBRARY_PATH | tr ':' '\\n' | grep -i compat",
+                "ldconfig -p | grep libcuda",
+            )
+        )
+    elif code == errors.CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+        fixes.append(
+            fix(
+                "The CUDA build is newer than the driver: update the driver, or install a torch built for an "
+                "older CUDA",
+                "nvidia-smi | head -4",
+            )
+        )
+    elif code == errors.CUDA_ERROR_OPERATING_SYSTEM:
+        if in_wsl:
+            # CD115 is said only where the platform facts saw WSL; another WSL finding may be the cause
+            cause = wsl.root_cause(f) or ("CD115" if wsl.wsl(f) is not None else None)
+            fixes.extend(wsl.windows_fixes(f))
+        else:
+            fixes.append(
+                fix(
+                    "In a container: start it with the GPUs, so the device cgroup allows /dev/nvidia*",
+                    "docker run --gpus all --rm IMAGE nvidia-smi",
+                )
+            )
+    elif code == errors.CUDA_ERROR_NOT_INITIALIZED:
+        fixes.append(
+            fix(
+                "In a program that forks workers after using CUDA: start them with spawn",
+                "python -c \"import torch.multiprocessing as mp; mp.set_start_method('spawn')\"",
+            )
+        )
+        fixes.append(fix("Compare the driver's two halves", "nvidia-smi", "cat /proc/driver/nvidia/version"))
+    elif code == errors.CUDA_ERROR_UNKNOWN and not in_wsl:
+        fixes.append(
+            fix(
+                "Reload the unified-memory module (after suspend/resume), or reboot",
+                "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",
+            )
+        )
+    if in_wsl:
+        if not fixes:
+            fixes.extend(wsl.windows_fixes(f))
+        cause = cause or wsl.root_cause(f)
+    else:
+        fixes.append(fix("Read the kernel log (needs root)", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"))
+    return fixes, cause

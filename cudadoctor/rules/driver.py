@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from cudadoctor.facts import DriverFacts, Facts, SystemFacts
+from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
 from cudadoctor.knowledge.driver_install import install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.report import Finding, Fix, Severity
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules import containers, kernel_module, wsl
+from cudadoctor.rules.catalogue import CATALOGUE, entry, fix
 
 DRIVER_OK = entry(
     "CD100",
@@ -146,9 +148,17 @@ WSL_FIX = [
 ]
 
 
+def jetson(f: Facts) -> str | None:
+    """The L4T release line when this is a Jetson (an integrated GPU: no PCI device, no NVML)."""
+    libs = getattr(f.torch, "libraries", None) if f.torch is not None else None
+    return getattr(libs, "jetson", None)
+
+
 def gpu_presence(f: Facts) -> bool | None:
     """Does this machine have an NVIDIA GPU a driver could use? True/False when a probe answered,
     None when nothing that ran can tell (a timed-out driver probe is not "no GPU")."""
+    if jetson(f):
+        return True
     d, pci = f.driver, f.pci
     if d is not None and d.init_status == "ok" and d.device_count is not None:
         if d.device_count > 0:
@@ -179,27 +189,46 @@ def evaluate(f: Facts) -> list[Finding]:
     if d.init_status == "BINDING_MISSING":
         return [BINDING_MISSING.finding(fix=[fix("Install it next to cudadoctor", "pip install nvidia-ml-py")])]
     if d.init_status == "ok":
-        return _healthy_driver(d)
+        healthy = _healthy_driver(d)
+        hidden_by = containers.root_cause(f)  # NVIDIA_VISIBLE_DEVICES=none, a pod without a GPU
+        for finding in healthy:
+            if finding.code == NO_DEVICES.code and hidden_by:
+                finding.cause = hidden_by
+        return healthy
     if d.init_status == "LIBRARY_NOT_FOUND":
         return [_library_not_found(f)]
+    if wsl.in_wsl(f):
+        return [_wsl_failure(f, d)]  # no modprobe, DKMS or Secure Boot inside WSL
     if d.init_status == "DRIVER_NOT_LOADED":
+        cause = kernel_module.root_cause(f)
+        if cause is not None:
+            return [
+                DRIVER_NOT_LOADED.finding(
+                    title=f"{DRIVER_NOT_LOADED.summary}: {CATALOGUE[cause].summary}",
+                    fix=[fix("Once the cause is fixed: load it and check", "sudo modprobe nvidia", "nvidia-smi")],
+                    cause=cause,
+                )
+            ]
+        fixes = [
+            fix(
+                "Load the module and read why it fails",
+                "sudo modprobe nvidia",
+                "sudo dmesg -T | grep -i -E 'nvidia|nouveau|secure boot' | tail -20",
+            ),
+            fix("Rebuild it for the running kernel (DKMS)", "sudo dkms autoinstall", "sudo reboot"),
+            fix("Secure Boot on: enrol the module signing key, or disable Secure Boot", "mokutil --sb-state"),
+        ]
+        ruled_out = kernel_module.ruled_out(f)  # what the platform facts already exclude
         return [
             DRIVER_NOT_LOADED.finding(
-                fix=[
-                    fix(
-                        "Load the module and read why it fails",
-                        "sudo modprobe nvidia",
-                        "sudo dmesg -T | grep -i -E 'nvidia|nouveau|secure boot' | tail -20",
-                    ),
-                    fix("Rebuild it for the running kernel (DKMS)", "sudo dkms autoinstall", "sudo reboot"),
-                    fix(
-                        "Secure Boot on: enrol the module signing key, or disable Secure Boot",
-                        "mokutil --sb-state",
-                    ),
-                ]
+                why=DRIVER_NOT_LOADED.explanation + _unread_log(f) + ruled_out[0],
+                fix=[x for i, x in enumerate(fixes) if i not in ruled_out[1]],
             )
         ]
     if d.init_status == "LIB_RM_VERSION_MISMATCH":
+        shape = kernel_module.mismatch(f)
+        if shape is not None and shape[0] == "on-disk":
+            return [kernel_module.on_disk_mismatch_finding(f, shape[1])]
         s = f.system
         versions = []
         if s is not None and s.kernel_module_version:
@@ -207,9 +236,14 @@ def evaluate(f: Facts) -> list[Finding]:
         if d.library_version:
             versions.append(f"libraries {d.library_version}")
         title = VERSION_MISMATCH.summary + (f": {' vs '.join(versions)}" if versions else "")
+        why = VERSION_MISMATCH.explanation
+        if shape is not None:  # loaded-older: the module on disk already matches the libraries
+            title = f"{VERSION_MISMATCH.summary}: {'; '.join(shape[1])}"
+            why += " The module installed on disk matches the libraries, so a reboot (or reload) fixes it."
         return [
             VERSION_MISMATCH.finding(
                 title=title,
+                why=why,
                 fix=[
                     fix("Simplest: reboot", "sudo reboot"),
                     fix(
@@ -234,6 +268,7 @@ def evaluate(f: Facts) -> list[Finding]:
         user = f.system.user if f.system and f.system.user else "$USER"
         return [
             NO_PERMISSION.finding(
+                cause=kernel_module.nodes_cause(f),
                 fix=[
                     fix("See who may open the devices", "ls -l /dev/nvidia*"),
                     fix(
@@ -241,23 +276,78 @@ def evaluate(f: Facts) -> list[Finding]:
                         f"sudo usermod -aG video {user}",
                     ),
                     fix("In a container: start it with the GPUs", "docker run --gpus all ..."),
-                ]
+                ],
             )
         ]
     if d.init_status in ("GPU_IS_LOST", "RESET_REQUIRED"):
         return [GPU_LOST.finding(fix=_gpu_lost_fix(None))]
+    if d.init_status in ("CRASHED", "TIMEOUT"):
+        return [
+            NVML_ERROR.finding(
+                title=f"NVML {d.init_message or 'crashed'}: the driver library itself failed",
+                why="The NVIDIA management library crashed or hung inside the call named, in a child process "
+                "the doctor started for it. nvidia-smi and CUDA programs load the same library and usually "
+                "fail the same way: a broken or half-upgraded driver install, or a stuck GPU.",
+                fix=[
+                    fix("See whether nvidia-smi fails the same way", "nvidia-smi"),
+                    fix(
+                        "Read the driver's errors in the kernel log", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail -20"
+                    ),
+                ],
+            )
+        ]
+    known = NVML_ERRORS.get(d.init_status)
     return [
         NVML_ERROR.finding(
             title=f"NVML failed to initialise: {d.init_status} ({d.init_message})",
+            why=(f"{known[1]} " if known else "") + NVML_ERROR.explanation,
             fix=[
+                *_nvml_error_fix(d.init_status),
                 fix(
-                    "Compare with nvidia-smi and the kernel log",
+                    "Compare with nvidia-smi and the kernel log (reading it needs root)",
                     "nvidia-smi",
                     "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail -20",
-                )
+                ),
             ],
         )
     ]
+
+
+def _nvml_error_fix(status: str) -> list[Fix]:
+    if status == "INSUFFICIENT_POWER":
+        return [fix("Power off, reseat the GPU's PCIe power cables, power on", "sudo poweroff")]
+    if status == "CORRUPTED_INFOROM":
+        return [fix("The GPU's infoROM needs repair: collect a report for the vendor", "sudo nvidia-bug-report.sh")]
+    if status in ("TIMEOUT", "IRQ_ISSUE", "UNKNOWN"):
+        return [fix("Reset the driver's state: reboot", "sudo reboot")]
+    if status == "NOT_READY":
+        return [fix("NVSwitch systems: start the fabric manager", "sudo systemctl enable --now nvidia-fabricmanager")]
+    if status == "OPERATING_SYSTEM":
+        return [fix("In a container: start it with the GPUs", "docker run --gpus all --rm IMAGE nvidia-smi")]
+    return []
+
+
+def _unread_log(f: Facts) -> str:
+    m = f.platform.module if f.platform is not None else None
+    if m is not None and m.kernel_log_readable is False:
+        return " The kernel log, which says why, is readable only by root here: run the dmesg command below."
+    return ""
+
+
+def _wsl_failure(f: Facts, d: DriverFacts) -> Finding:
+    """NVML fails inside WSL: the cause is on the Windows side or a Linux driver inside WSL, never a module."""
+    cause = wsl.root_cause(f)
+    entry_ = {"DRIVER_NOT_LOADED": DRIVER_NOT_LOADED, "LIB_RM_VERSION_MISMATCH": VERSION_MISMATCH}.get(
+        d.init_status, NO_PERMISSION if d.init_status == "NO_PERMISSION" else NVML_ERROR
+    )
+    return entry_.finding(
+        title=f"NVML fails inside WSL: {d.init_status}" + (f" ({d.init_message})" if d.init_message else ""),
+        why="Under WSL2 the driver is the Windows one (its libraries are in /usr/lib/wsl/lib); there is no "
+        "NVIDIA kernel module to load inside WSL. This error comes from a Linux driver installed inside WSL, "
+        "or from the Windows driver or WSL being too old.",
+        fix=WSL_FIX if cause is None else [fix("Once that is fixed, check", "nvidia-smi")],
+        cause=cause,
+    )
 
 
 def _gpu_lost_fix(index: int | None) -> list[Fix]:
@@ -295,7 +385,7 @@ def _healthy_driver(d: DriverFacts) -> list[Finding]:
         names = sorted({dev.name or "unknown GPU" for dev in d.devices})
         out.append(
             DRIVER_OK.finding(
-                title=f"NVIDIA driver {d.driver_version} (supports CUDA up to {cuda or 'unknown'}), "
+                title=f"NVIDIA driver {d.driver_version}{f' (supports CUDA up to {cuda})' if cuda else ''}, "
                 f"{d.device_count} GPU{'s' if d.device_count != 1 else ''}: {', '.join(names)}",
             )
         )
@@ -308,11 +398,55 @@ def _healthy_driver(d: DriverFacts) -> list[Finding]:
                     fix=_gpu_lost_fix(dev.index),
                 )
             )
+    out += _query_problems(d)
     if d.missing_functions:
         out.append(
             NVML_OLD_DRIVER.finding(
                 title=f"Driver {d.driver_version} lacks NVML functions: {', '.join(d.missing_functions)}",
                 fix=[fix("Upgrade the driver (details are then complete)", f"# {_LINUX_DOC}")],
+            )
+        )
+    return out
+
+
+def _query_problems(d: DriverFacts) -> list[Finding]:
+    """NVML queries that failed (other than "not supported" and functions an old driver lacks), and a
+    query that crashed or hung part-way: named, so that a missing fact is never silently read as "none"."""
+    out: list[Finding] = []
+    failed = [f"{call} ({name})" for call, name in sorted(d.query_errors.items())]
+    for dev in d.devices:
+        failed += [
+            f"GPU {dev.index} {what} ({name})"
+            for what, name in sorted(dev.unsupported.items())
+            if name not in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND")
+        ]
+    if failed:
+        out.append(
+            NVML_ERROR.finding(
+                title=f"NVML could not answer {len(failed)} quer{'y' if len(failed) == 1 else 'ies'}: "
+                + "; ".join(failed[:4])
+                + ("…" if len(failed) > 4 else ""),
+                severity=Severity.WARNING,
+                why="The driver answered these queries with an error, so the facts they give are unknown here "
+                "(not zero, not absent). A driver in trouble often fails queries before it fails CUDA.",
+                fix=[fix("Compare with nvidia-smi's full query", "nvidia-smi -q")],
+            )
+        )
+    if d.query_failure:
+        unread = (d.device_count or 0) - len(d.devices)
+        out.append(
+            NVML_ERROR.finding(
+                title=f"NVML {d.query_failure}"
+                + (f"; {unread} GPU{'s' if unread != 1 else ''} could not be read" if unread > 0 else ""),
+                severity=Severity.ERROR if unread > 0 or "crashed" in d.query_failure else Severity.WARNING,
+                why="The NVIDIA management library crashed or stopped answering inside the call named (in a "
+                "child process the doctor started for it). Every GPU read before that is shown.",
+                fix=[
+                    fix("See whether nvidia-smi hangs or fails the same way", "timeout 20 nvidia-smi"),
+                    fix(
+                        "Read the driver's errors in the kernel log", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail -20"
+                    ),
+                ],
             )
         )
     return out
@@ -330,12 +464,26 @@ def _library_not_found(f: Facts) -> Finding:
                 )
             ]
         )
+    if wsl.root_cause(f) == "CD112":
+        return NO_DRIVER.finding(
+            title="WSL1 has no GPU: no NVIDIA driver library here",
+            why="The distribution runs as WSL1, which has no GPU bridge to the Windows driver.",
+            fix=[],
+            cause="CD112",
+        )
     if s is not None and s.wsl is True:
         return NO_DRIVER.finding(
             title="WSL2 without the NVIDIA driver: /usr/lib/wsl/lib has no libnvidia-ml.so.1",
             why="Under WSL2 the GPU driver is the Windows one; WSL maps its libraries into "
             "/usr/lib/wsl/lib. They are missing, so the Windows driver is absent or too old.",
             fix=WSL_FIX,
+        )
+    if jetson(f):
+        return NO_DRIVER.finding(
+            title=f"Jetson ({jetson(f)}): no NVML, the integrated GPU is driven by JetPack",
+            severity=Severity.INFO,
+            why="Jetson modules have an integrated GPU that is not on the PCI bus, and JetPack ships no "
+            "NVML library: nvidia-smi and NVML-based checks do not apply. CUDA itself works through JetPack.",
         )
     if pci is not None and pci.scanned and not pci.nvidia_gpus:
         return NO_GPU.finding(
@@ -347,12 +495,13 @@ def _library_not_found(f: Facts) -> Finding:
                 fix("Load checkpoints saved on a GPU", "torch.load(path, map_location='cpu')"),
             ]
         )
-    if s is not None and s.in_container is True:
+    if (s is not None and s.in_container is True) or containers.container(f) is not None:
         return NO_DRIVER.finding(
             title="No NVIDIA driver inside this container (libnvidia-ml.so.1 not found)",
             why="Containers get the driver from the host through the NVIDIA Container Toolkit; this "
             "one was started without it (no --gpus), so no GPU can be used inside.",
             fix=CONTAINER_FIX,
+            cause=containers.root_cause(f),
         )
     gpus = pci.nvidia_gpus if pci is not None else []
     title = NO_DRIVER.summary

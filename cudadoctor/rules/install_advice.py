@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cudadoctor.facts import Facts
-from cudadoctor.knowledge import wheels
+from cudadoctor.facts.libraries import CompanionCheck, EnvironmentManager
+from cudadoctor.knowledge import companions, driver_install, wheels
+from cudadoctor.knowledge.architectures import arch_name, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
 
@@ -65,6 +67,10 @@ class Advice:
     commands: list[str] = field(default_factory=list)
     note: str = ""  # why this one, or why none fits
     driver_upgrade: str | None = None  # "580.65.06" when a newer driver would allow a newer variant
+    upgrade_label: str | None = None  # how to get that driver on this OS
+    upgrade_commands: list[str] = field(default_factory=list)
+    snippet: list[str] = field(default_factory=list)  # lines to add to a project file (uv project)
+    snippet_file: str | None = None
 
 
 def _patch_version(release: str, installed: str | None) -> str:
@@ -84,20 +90,249 @@ def _fits(v: wheels.Variant, drv: DriverView, ccs: list[str], cubin: bool) -> st
 
 
 def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[str]:
+    """The install in the terms of what manages the environment: pip, uv, a uv project, conda, pixi, poetry."""
     t = f.torch
     pkgs = [f"torch=={version}"]
-    if t is not None and t.torchvision and (tv := wheels.torchvision_for(version)):
+    if t is not None and t.torchvision and (tv := companions.torchvision_for(version)):
         pkgs.append(f"torchvision=={tv}")
-    if t is not None and t.torchaudio and (ta := wheels.torchaudio_for(version)):
+    if t is not None and t.torchaudio and (ta := companions.torchaudio_for(version)):
         pkgs.append(f"torchaudio=={ta}")
-    pip = "python -m pip" if t is None else f"{t.python_executable} -m pip"
+    kind = installer(f)
+    m = manager(f)
+    py = _py(f)
+    names = ["torch"] + [p for p in ("torchvision", "torchaudio") if t is not None and getattr(t, p)]
+    installed = t is not None and bool(t.installed)
+    if kind == "conda":
+        return conda_forge_commands(f, variant)
+    if kind == "pixi":
+        # pixi resolves CPU builds unless the manifest declares the CUDA the system has (pixi PyTorch docs)
+        manifest = f" --manifest-path {m.manifest}" if m and m.manifest else ""
+        deps = " ".join(["pytorch-gpu"] + [n for n in names[1:]])
+        have = driver_view(f).cuda
+        system_cuda = f"{have[0]}.{have[1]}" if have else str(variant.cuda[0])
+        return [
+            f"pixi workspace system-requirements add cuda {system_cuda}{manifest}",
+            f'pixi add{manifest} {deps} "{conda_cuda_spec(f, variant)}"',
+        ]
+    if kind == "poetry" and m is not None and m.project:
+        source = f"pytorch-{variant.name}"
+        return [
+            f"poetry -C {m.project} source add --priority explicit {source} {variant.index_url}",
+            f"poetry -C {m.project} add --source {source} {' '.join(pkgs)}",
+        ]
+    if kind == "uv-project" and m is not None and m.project:
+        return [f"uv sync --project {m.project} --upgrade-package torch"]
     cmds = []
-    if t is not None and t.installed:
+    if kind in ("uv", "uv-project"):
+        # --torch-backend is explicit: `auto` looks at the driver only, never at the GPU's architecture
+        if installed:
+            cmds.append(f"uv pip uninstall --python {py} {' '.join(names)}")
+        cmds.append(f"uv pip install --python {py} {' '.join(pkgs)} --torch-backend={variant.name}")
+        return cmds
+    pip = f"{py} -m pip"
+    if installed:
         # an installed 2.x.y+cpu satisfies ==2.x.y, so pip would keep it: remove it first
-        names = ["torch"] + [p for p in ("torchvision", "torchaudio") if getattr(t, p)]
         cmds.append(f"{pip} uninstall -y {' '.join(names)}")
     cmds.append(f"{pip} install {' '.join(pkgs)} --index-url {variant.index_url}")
     return cmds
+
+
+# --- what manages the environment -------------------------------------------------------------------
+
+
+def manager(f: Facts) -> EnvironmentManager | None:
+    lf = getattr(f.torch, "libraries", None) if f.torch is not None else None
+    return lf.manager if lf is not None else None
+
+
+def installer(f: Facts) -> str:
+    """Whose terms a fix is written in: pip, uv, uv-project, conda, pixi or poetry (pip when unknown)."""
+    m = manager(f)
+    if m is None:
+        return "pip"
+    if m.kind == "conda":
+        # torch pip-installed into a conda env is fixed with pip, not conda
+        if m.torch_installer in ("pip", "uv") and not m.conda_torch_package:
+            return "uv" if m.torch_installer == "uv" else "pip"
+        return "conda"
+    if m.kind == "uv":
+        return "uv-project" if m.uv_project else "uv"
+    if m.kind in ("pixi", "poetry"):
+        return m.kind
+    return "pip"
+
+
+def _py(f: Facts) -> str:
+    return f.torch.python_executable if f.torch is not None else "python"
+
+
+def package_install(f: Facts, packages: list[str], python: str | None = None) -> str:
+    """One `pip install` of some packages in this environment's installer (uv pip for uv envs)."""
+    py = python or _py(f)
+    if installer(f) in ("uv", "uv-project"):
+        return f"uv pip install --python {py} {' '.join(packages)}"
+    return f"{py} -m pip install {' '.join(packages)}"
+
+
+def _torch_variant(f: Facts) -> str | None:
+    tag = companions.local_tag(f.torch.version if f.torch else None)
+    return tag if tag and (tag.startswith("cu") or tag == "cpu") else None
+
+
+# The CUDA library wheels torch pins (not nvidia-ml-py, DALI or other nvidia-* packages).
+_NVIDIA_LIBS = (
+    "'^nvidia-(cuda|cublas|cudnn|cufft|cufile|curand|cusolver|cusparse|nccl|nvjitlink|nvtx|nvshmem)[a-z0-9-]*'"
+)
+
+
+def reinstall_clean(f: Facts) -> list[str]:
+    """Remove every nvidia-* package and reinstall torch with its own pinned set (pytorch#104259)."""
+    t = f.torch
+    if t is None or not t.version:
+        return []
+    base, py = t.version.split("+")[0], _py(f)
+    variant = _torch_variant(f)
+    if installer(f) in ("uv", "uv-project"):
+        backend = f" --torch-backend={variant}" if variant else ""
+        listing = f"uv pip list --python {py} --format=freeze | grep -oE {_NVIDIA_LIBS}"
+        return [
+            f"uv pip uninstall --python {py} $({listing})",
+            f"uv pip install --python {py} --reinstall torch=={base}{backend}",
+        ]
+    index = f" --index-url {wheels.INDEX_URL.format(variant=variant)}" if variant else ""
+    return [
+        f"{py} -m pip uninstall -y $({py} -m pip list --format=freeze | grep -oE {_NVIDIA_LIBS})",
+        f"{py} -m pip install --force-reinstall torch=={base}{index}",
+    ]
+
+
+def companion_commands(f: Facts, bad: list[CompanionCheck]) -> list[str]:
+    """Reinstall torchvision/torchaudio at the versions that pair with the installed torch, same index."""
+    t = f.torch
+    assert t is not None and t.version
+    pkgs = [f"{c.package}=={c.expected}" for c in bad if c.expected] or [c.package for c in bad]
+    variant = _torch_variant(f)
+    kind = installer(f)
+    if kind == "conda":
+        m = manager(f)
+        tool = (m.conda_frontend if m else None) or "conda"
+        where = f" -p {m.prefix}" if m and m.prefix else ""
+        return [f"{tool} install{where} -c conda-forge {' '.join(c.package for c in bad)}"]
+    if kind in ("uv", "uv-project"):
+        backend = f" --torch-backend={variant}" if variant else ""
+        return [f"uv pip install --python {_py(f)} --reinstall --no-deps {' '.join(pkgs)}{backend}"]
+    index = f" --index-url {wheels.INDEX_URL.format(variant=variant)}" if variant else ""
+    return [f"{_py(f)} -m pip install --force-reinstall --no-deps {' '.join(pkgs)}{index}"]
+
+
+def conda_forge_commands(f: Facts, variant: wheels.Variant | None = None) -> list[str]:
+    """conda-forge's pytorch-gpu, its CUDA chosen with cuda-version (the pytorch channel is deprecated)."""
+    m = manager(f)
+    tool = (m.conda_frontend if m else None) or "conda"
+    where = f" -p {m.prefix}" if m and m.prefix else ""
+    if variant is None:
+        variant = advise(f).variant
+    t = f.torch
+    extra = [p for p in ("torchvision", "torchaudio") if t is not None and getattr(t, p)]
+    cmds = []
+    # conda remove fails on a name that is not installed: only what conda-meta lists
+    old = list((m.conda_torch_packages or []) if m is not None else [])
+    if old:
+        cmds.append(f"{tool} remove{where} -y {' '.join(old)}")
+    cuda = f' "{conda_cuda_spec(f, variant)}"' if variant else ""
+    cmds.append(f"{tool} install{where} -c conda-forge {' '.join(['pytorch-gpu', *extra])}{cuda}")
+    return cmds
+
+
+def conda_cuda_spec(f: Facts, variant: wheels.Variant) -> str:
+    """The cuda-version conda-forge resolves against: the driver's CUDA when it has the major of the build
+    that fits these GPUs (any build up to it runs), else that major's range."""
+    have = driver_view(f).cuda
+    major = variant.cuda[0]
+    if have is not None and have[0] == major:
+        return f"cuda-version={have[0]}.{have[1]}"
+    if have is not None and have[0] < major:
+        return f"cuda-version={variant.cuda[0]}.{variant.cuda[1]}"
+    return f"cuda-version>={major},<{major + 1}"
+
+
+def uv_project_snippet(variant: wheels.Variant, names: list[str]) -> list[str]:
+    """pyproject.toml lines that send torch (and friends) to the variant's index (uv docs, PyTorch guide)."""
+    index = f"pytorch-{variant.name}"
+    return [
+        "[[tool.uv.index]]",
+        f'name = "{index}"',
+        f'url = "{variant.index_url}"',
+        "explicit = true",
+        "",
+        "[tool.uv.sources]",
+        *(f'{n} = [{{ index = "{index}" }}]' for n in names),
+    ]
+
+
+# --- why this variant, and a driver upgrade as a real command ---------------------------------------
+
+
+def arch_reason(name: str, cc: str, machine: str | None = None, always: bool = False) -> str | None:
+    """Why a GPU needs some builds: "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and
+    newer have kernels for it". None when every current build has kernels for it (unless `always`)."""
+    parsed = parse_cc(cc)
+    if parsed is None:
+        return None
+    head = f"{name} is {arch_name(cc)}, sm_{parsed[0]}{parsed[1]}"
+    releases = wheels.releases_newest_first()
+    covering = {
+        r: [v.name for v in wheels.variants(r, machine) if wheels.coverage(v.arch_flags, cc) == "sm"] for r in releases
+    }
+    known = [r for r in releases if len(wheels.variants(r, machine)) > 1] or releases  # full rows only
+    current = known[0]
+    if not any(covering.values()):
+        return f"{head}: no PyTorch build in cudadoctor's tables has kernels for it"
+    if not covering[current]:
+        last = next(r for r in releases if covering[r])
+        last_names = ", ".join(covering[last])
+        return f"{head}: no current release has kernels for it; the last that does is torch {last} ({last_names})"
+    all_names = [v.name for v in wheels.variants(current, machine)]
+    if covering[current] == all_names:
+        return f"{head}: every torch {current} build has kernels for it" if always else None
+    have = sorted({n for r in releases for n in covering[r]}, key=wheels.variant_cuda)
+    lacking = {v.name for r in releases for v in wheels.variants(r, machine)} - set(have)
+    if all(wheels.variant_cuda(n) < wheels.variant_cuda(have[0]) for n in lacking):
+        return f"{head}: only {have[0]} builds and newer have kernels for it"
+    return f"{head}: of torch {current}'s builds only {', '.join(covering[current])} have kernels for it"
+
+
+def gpu_reasons(f: Facts) -> list[str]:
+    machine = f.system.machine if f.system else None
+    seen, out = set(), []
+    for name, cc in gpu_capabilities(f):
+        if (name, cc) in seen:
+            continue
+        seen.add((name, cc))
+        if why := arch_reason(name, cc, machine, always=True):
+            out.append(why)
+    return out
+
+
+def driver_upgrade_fix(f: Facts, need: str) -> tuple[str, list[str]]:
+    """(label, commands) to get driver `need` or newer on this OS: a package for the distribution, the
+    Windows driver (also for WSL, which uses it), or NVIDIA's download page."""
+    system = f.system
+    page = driver_install.SOURCES["generic"]
+    if system is not None and system.os == "Windows":
+        return f"Install NVIDIA driver {need} or newer for Windows", [f"start {page}"]
+    if system is not None and system.wsl:
+        return (
+            f"Install NVIDIA driver {need} or newer on Windows "
+            "(WSL uses the Windows driver; never install one inside WSL)",
+            [f"explorer.exe {page}"],
+        )
+    os_id = system.os_id if system else None
+    family, cmds = driver_install.install_commands(os_id)
+    branch = need.split(".")[0]
+    if family.lower() == "ubuntu":
+        cmds = [f"sudo apt install nvidia-driver-{branch}", "sudo reboot"]
+    return f"Upgrade the NVIDIA driver to {need} or newer ({family})", cmds
 
 
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
@@ -126,7 +361,7 @@ def advise(f: Facts) -> Advice:
             fitting = [(v, c) for v in wheels.variants(rel, machine) if (c := _fits(v, drv, ccs, cubin))]
             if not fitting:
                 continue
-            v, compat = max(fitting, key=lambda vc: (vc[1] == "full", vc[0].cuda))
+            v, _compat = max(fitting, key=lambda vc: (vc[1] == "full", vc[0].cuda))
             version = _patch_version(rel, installed)
             why = (
                 "fits this driver and every GPU"
@@ -135,13 +370,34 @@ def advise(f: Facts) -> Advice:
             )
             if not cubin:
                 why += "; runs through PTX JIT only"
-            return Advice(
+            reasons = gpu_reasons(f)
+            if reasons:
+                why += "; " + "; ".join(reasons)
+            advice = Advice(
                 v,
                 version,
                 install_commands(version, v, f),
                 note=f"torch {version} {v.name}: {why}",
                 driver_upgrade=upgrade if rel != release else None,
             )
-    return Advice(
+            if installer(f) in ("conda", "pixi"):
+                advice.note = (
+                    f"conda-forge pytorch-gpu, {conda_cuda_spec(f, v)}: the CUDA this driver runs, "
+                    f"and {v.name} builds have kernels for every GPU here"
+                ) + ("; " + "; ".join(reasons) if reasons else "")
+            if advice.driver_upgrade:
+                advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, advice.driver_upgrade)
+            m = manager(f)
+            if installer(f) == "uv-project" and m is not None and m.project:
+                names = ["torch"] + [p for p in ("torchvision", "torchaudio") if f.torch and getattr(f.torch, p)]
+                advice.snippet, advice.snippet_file = uv_project_snippet(v, names), m.manifest
+            return advice
+    advice = Advice(
         None, None, driver_upgrade=upgrade, note="no known torch build fits this driver and these GPUs together"
     )
+    reasons = gpu_reasons(f)
+    if reasons:
+        advice.note += ": " + "; ".join(reasons)
+    if upgrade:
+        advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, upgrade)
+    return advice

@@ -7,8 +7,8 @@ from dataclasses import dataclass, fields
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import parse_cc
-from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity
+from cudadoctor.knowledge.units import exact_size, format_size
+from cudadoctor.report import Finding, Severity, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 
@@ -109,9 +109,10 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
     need = req.require_gpus or 1
     driver = f.driver
     if driver is None or driver.init_status != "ok":
+        why = "not checked (the driver probe did not run)" if driver is None else "the driver reports none"
         return [
             TOO_FEW_GPUS.finding(
-                title=f"Needs {need} GPU{'s' * (need != 1)}; the driver reports none",
+                title=f"Needs {plural(need, 'GPU')}; {why}",
                 fix=[fix("See why", "cudadoctor check")],
             )
         ]
@@ -120,37 +121,47 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
     vis = visibility(f)
     # the environment unknown: every GPU the driver has may be visible (knowing less adds no failure)
     visible = [s.device for s in vis.selected] if vis is not None else [d for d in driver.devices if d.error is None]
-    out: list[Finding] = []
-    qualified = []
     min_cc = parse_cc(req.min_compute_capability)
-    for d in visible:
-        ok = True
-        if req.min_free_memory is not None and (d.memory_free is None or d.memory_free < req.min_free_memory):
-            ok = False
-            out.append(
-                LOW_FREE_MEMORY.finding(
-                    title=f"GPU {d.index} ({d.name}) has {format_size(d.memory_free)} free; "
-                    f"{format_size(req.min_free_memory)} required",
-                    fix=[
-                        fix("See which processes hold it", "cudadoctor gpus --sort-by free"),
-                        fix(
-                            "Or pick GPUs that have it",
-                            f"cudadoctor gpus --pick {need} --min-free {req.min_free_memory // (1 << 20)}MiB",
-                        ),
-                    ],
-                )
+    low_memory = [
+        d
+        for d in visible
+        if req.min_free_memory is not None and (d.memory_free is None or d.memory_free < req.min_free_memory)
+    ]
+    low_cc = [
+        d for d in visible if min_cc is not None and ((cc := parse_cc(d.compute_capability)) is None or cc < min_cc)
+    ]
+    qualified = [d for d in visible if d not in low_memory and d not in low_cc]
+    size = exact_size(req.min_free_memory) if req.min_free_memory is not None else ""
+    pick = f"cudadoctor gpus --pick {need}"
+    out: list[Finding] = []
+    if low_memory:
+        out.append(
+            LOW_FREE_MEMORY.finding(
+                title=f"{_which(low_memory)} {'has' if len(low_memory) == 1 else 'have'} less than {size} free "
+                f"({', '.join(format_size(d.memory_free) for d in low_memory)})",
+                fix=[
+                    fix("See which processes hold it", "cudadoctor gpus --sort-by free"),
+                    fix(
+                        "Or select GPUs that have it (eval sets the variable in this shell)",
+                        f'eval "$({pick} --min-free {size})"',
+                    ),
+                ],
             )
-        cc = parse_cc(d.compute_capability)
-        if min_cc is not None and (cc is None or cc < min_cc):
-            ok = False
-            out.append(
-                LOW_CAPABILITY.finding(
-                    title=f"GPU {d.index} ({d.name}) has compute capability {d.compute_capability}; "
-                    f"{req.min_compute_capability} required",
-                )
+        )
+    if low_cc:
+        ccs = sorted({d.compute_capability or "unknown" for d in low_cc})
+        out.append(
+            LOW_CAPABILITY.finding(
+                title=f"{_which(low_cc)} {'has' if len(low_cc) == 1 else 'have'} compute capability "
+                f"{', '.join(ccs)}; {req.min_compute_capability} required",
+                fix=[
+                    fix(
+                        "Select GPUs that have it (eval sets the variable in this shell)",
+                        f'eval "$({pick} --min-cc {req.min_compute_capability})"',
+                    )
+                ],
             )
-        if ok:
-            qualified.append(d)
+        )
     if len(qualified) >= need:
         # enough GPUs qualify: the others are worth knowing about (cuda:0 may be one), not a failure
         for finding in out:
@@ -159,18 +170,23 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
         out.insert(
             0,
             TOO_FEW_GPUS.finding(
-                title=f"{len(qualified)} of {len(visible)} visible GPU{'s' * (len(visible) != 1)} qualify; "
-                f"{need} required",
+                title=f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify; {need} required",
                 fix=[
                     fix(
-                        "Show every GPU to CUDA, or pick ones that qualify",
+                        "Show every GPU to CUDA, or select ones that qualify (eval sets the variable in this shell)",
                         "unset CUDA_VISIBLE_DEVICES",
-                        f"cudadoctor gpus --pick {need}",
+                        f'eval "$({pick})"',
                     )
                 ],
             ),
         )
     return out
+
+
+def _which(devices: list) -> str:
+    """ "GPU 3 (Tesla T4)", "GPUs 0, 1, 2, 3 (Tesla T4)": one line for identical GPUs."""
+    names = sorted({d.name or "?" for d in devices})
+    return f"GPU{'s' if len(devices) != 1 else ''} {', '.join(str(d.index) for d in devices)} ({', '.join(names)})"
 
 
 def _torch(f: Facts, req: Requirements) -> list[Finding]:

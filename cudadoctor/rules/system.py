@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity
+from cudadoctor.report import Finding, Fix, Severity
 from cudadoctor.rules.catalogue import entry, fix
 
 SMALL_SHM = entry(
@@ -49,22 +49,33 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(
             SMALL_SHM.finding(
                 title=f'/dev/shm is {format_size(s.shm_total)}: DataLoader workers may die with "Bus error"',
-                fix=[
-                    fix(
-                        "Docker: give the container more shared memory",
-                        "docker run --shm-size=8g ...",
-                        "docker run --ipc=host ...",
-                    ),
-                    fix(
-                        "Kubernetes: mount a memory-backed emptyDir at /dev/shm",
-                        "volumes: [{name: dshm, emptyDir: {medium: Memory}}]",
-                    ),
-                    fix("Or avoid shared memory in the loader", "DataLoader(dataset, num_workers=0)"),
-                ],
+                fix=_shm_fixes(f),
             )
         )
-    if s.wsl is True:
-        out.append(WSL.finding())
+    w = f.platform.wsl if f.platform is not None else None
+    # WSL1 has no GPU: rules/wsl.py says so as an error, not as "running under WSL2"
+    if (s.wsl is True or w is not None) and not (w is not None and w.version == 1):
+        version = w.windows_driver_version if w is not None else None
+        out.append(WSL.finding(title=WSL.summary + (f", Windows NVIDIA driver {version}" if version else "")))
     if s.in_container is True:
-        out.append(CONTAINER.finding(title=f"Running in a container ({', '.join(s.container_hints)})"))
+        c = f.platform.container if f.platform is not None else None
+        hints = ", ".join(s.container_hints) or (c.runtime if c is not None and c.runtime else "")
+        out.append(CONTAINER.finding(title="Running in a container" + (f" ({hints})" if hints else "")))
     return out
+
+
+def _shm_fixes(f: Facts) -> list[Fix]:
+    """Docker's and Kubernetes' ways to a bigger /dev/shm; the one for where this runs first."""
+    docker = fix(
+        "Docker: give the container more shared memory (or the host's IPC namespace)",
+        "docker run --shm-size=8g ...",
+        "docker run --ipc=host ...",
+    )
+    kubernetes = fix(
+        "Kubernetes: mount a memory-backed emptyDir at /dev/shm",
+        "volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}]",
+        "volumeMounts: [{name: dshm, mountPath: /dev/shm}]",
+    )
+    c = f.platform.container if f.platform is not None else None
+    first = [kubernetes, docker] if c is not None and c.kubernetes else [docker, kubernetes]
+    return [*first, fix("Or avoid shared memory in the loader", "DataLoader(dataset, num_workers=0)")]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
@@ -12,7 +10,14 @@ from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.report import Finding, Fix, Severity
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.driver import gpu_presence
-from cudadoctor.rules.install_advice import Advice, advise, driver_view, gpu_capabilities
+from cudadoctor.rules.install_advice import (
+    Advice,
+    advise,
+    arch_reason,
+    driver_upgrade_fix,
+    driver_view,
+    gpu_capabilities,
+)
 
 TORCH_OK = entry(
     "CD200",
@@ -94,11 +99,13 @@ CUDNN_SHADOWED = entry(
     "CD208",
     "cudnn-shadowed",
     Severity.WARNING,
-    "PyTorch",
-    "A system cuDNN shadows the wheel's own",
-    """pip wheels bring their own cuDNN (nvidia-cudnn-cu1x). A libcudnn found first through LD_LIBRARY_PATH
-    or the system library path is loaded instead, and a version mismatch shows up as cuDNN errors or
-    silent slowdowns.""",
+    "CUDA libraries",
+    "A CUDA library from outside the environment shadows the wheel's own",
+    """pip wheels bring their own CUDA libraries (cuDNN, cuBLAS, NCCL, nvJitLink, … in nvidia-*-cu12/-cu13
+    packages). A copy found first through LD_LIBRARY_PATH, another conda environment, a CUDA toolkit or
+    the system library path is loaded instead, and a version mismatch shows up as `undefined symbol`
+    errors at import, cuDNN errors or silent slowdowns. One finding per place the copies came from
+    (rules/libraries.py); the first version of this check looked at cuDNN only.""",
 )
 NVCC_DIFFERS = entry(
     "CD209",
@@ -183,23 +190,28 @@ PTX_ONLY = entry(
     not compatible with the current PyTorch installation".""",
 )
 
-PYPI_WINDOWS_NOTE = "On Windows, `pip install torch` from PyPI installs a CPU-only build; use the index URL."
-
 
 def _gpus_present(f: Facts) -> bool:
     """NVML itself reports GPUs (the strongest evidence a CUDA build is wanted here)."""
     return bool(f.driver and f.driver.init_status == "ok" and f.driver.device_count)
 
 
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
 def _advice_fix(advice: Advice, label: str) -> list[Fix]:
     out = []
+    if advice.snippet:
+        out.append(fix(f"{label} ({advice.note}): add to {advice.snippet_file or 'pyproject.toml'}", *advice.snippet))
+        label = "Then sync the project"
     if advice.commands:
-        out.append(fix(f"{label} ({advice.note})", *advice.commands))
+        out.append(fix(f"{label} ({advice.note})" if not advice.snippet else label, *advice.commands))
     if advice.driver_upgrade:
         out.append(
             fix(
-                f"Or upgrade the NVIDIA driver to {advice.driver_upgrade} or newer, then keep newer builds",
-                "nvidia-smi  # shows the driver version now",
+                f"Or {_lower_first(advice.upgrade_label or 'Upgrade the NVIDIA driver')}, then keep newer builds",
+                *advice.upgrade_commands,
             )
         )
     if not out:
@@ -226,22 +238,29 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         ]
     if t.import_error and t.installed:
+        from cudadoctor.rules.libraries import import_failure_detail  # it imports this module
+
+        detail = import_failure_detail(f)
         return [
             IMPORT_FAILED.finding(
-                title=f"import torch fails: {t.import_error}",
+                title=f"import torch fails: {detail[0] if detail else t.import_error}",
+                why=f"{IMPORT_FAILED.explanation} {detail[1]} The error: {t.import_error}" if detail else None,
                 fix=[
+                    *(detail[2] if detail else []),
                     fix(
                         "Reinstall torch cleanly in this environment",
                         f"{t.python_executable} -m pip uninstall -y torch",
                         *advise(f).commands[-1:],
-                    )
+                    ),
                 ],
             )
         ]
     if t.installed is None:
         # the child never said whether torch imports: its own failure, never "not installed"
-        if t.child_error or t.version is None:
-            return [TORCH_PROBE_FAILED.finding(title=f"The torch check did not finish: {t.child_error or 'no answer'}")]
+        if t.child_error:
+            return [TORCH_PROBE_FAILED.finding(title=f"The torch check did not finish: {t.child_error}")]
+        if t.version is None:
+            return []  # nothing known about torch: nothing to say
     if t.installed is False:
         advice = advise(f) if _gpus_present(f) else None
         cmds = (
@@ -262,8 +281,23 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         ]
     if t.child_error and not t.version:
-        return [TORCH_PROBE_FAILED.finding(title=f"The torch child process failed: {t.child_error}")]
+        return [TORCH_PROBE_FAILED.finding(title=f"The torch check failed: {t.child_error}")]
     out: list[Finding] = []
+    if t.child_error and not t.complete:
+        # it crashed (or flooded, or printed garbage) after the CUDA-free facts: say so, judge what came back
+        out.append(
+            TORCH_PROBE_FAILED.finding(
+                title=f"The torch check failed part-way: {t.child_error}",
+                fix=[
+                    fix(
+                        "Run the same steps by hand and see where it stops",
+                        f'{t.python_executable} -c "import torch; print(torch.cuda.is_available())"',
+                    )
+                ],
+            )
+        )
+    if t.hip and gpu_presence(f) is not True:
+        return out  # a ROCm build where no NVIDIA GPU is known: an AMD machine, not cudadoctor's to judge
     if t.hip:
         out.append(
             ROCM_BUILD.finding(
@@ -282,7 +316,7 @@ def evaluate(f: Facts) -> list[Finding]:
     no_gpu_at_all = gpu_presence(f) is False
     mps = f.system is not None and f.system.os == "Darwin" and t.mps_available
     # with no GPU at all, CD108 already gives the same code advice
-    if t.is_available is not True and not mps and not no_gpu_at_all:
+    if t.is_available is False and not mps and not no_gpu_at_all:
         out.append(
             CODE_ADVICE.finding(
                 fix=[
@@ -298,11 +332,14 @@ def evaluate(f: Facts) -> list[Finding]:
 
 
 def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
+    if t.libraries is not None and t.libraries.jetson and not _gpus_present(f):
+        return []  # CD225 (rules/libraries.py): a Jetson's integrated GPU, which the PCI scan does not show
     if _gpus_present(f):
         advice = advise(f)
         why = CPU_ONLY.explanation
-        if f.system is not None and f.system.os == "Windows":
-            why += " " + PYPI_WINDOWS_NOTE
+        note = wheels.platform_note(f.system.os, f.system.machine) if f.system is not None else None
+        if note:
+            why += " " + note
         return [
             CPU_ONLY.finding(
                 title=f"torch {t.version} is a CPU-only build, but this machine has an NVIDIA GPU",
@@ -351,14 +388,12 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
         if compat is None:
             need = full_minimum(*wheel, windows=drv.windows) or major_floor(wheel[0], drv.windows)
             advice = advise(f)
+            label, upgrade = driver_upgrade_fix(f, need or "")
             out.append(
                 DRIVER_TOO_OLD.finding(
                     title=f"torch {t.version} needs CUDA {t.cuda}; driver {drv.version} supports CUDA up to {have}",
                     fix=[
-                        fix(
-                            f"Upgrade the NVIDIA driver to {need} or newer (CUDA {t.cuda})",
-                            "nvidia-smi  # shows the driver version now",
-                        ),
+                        fix(f"{label}: CUDA {t.cuda}", *upgrade),
                         *_advice_fix(advice, "Or install the build this driver runs")[:1],
                     ],
                 )
@@ -392,7 +427,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
     if release not in wheels.RELEASES:
         release = wheels.newest_release()
     here = parse_version(release)
-    for name, cc in gpu_capabilities(f):
+    for name, cc in dict.fromkeys(gpu_capabilities(f)):  # identical GPUs: one finding
         how = wheels.coverage(flags, cc)
         if how in ("sm", None):
             continue
@@ -411,6 +446,9 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
             where = f"No torch {release} build has kernels for it; torch {min(newer, key=parse_version)} and newer do."
         else:
             where = ""
+        reason = arch_reason(name, cc, machine)
+        if reason:
+            where = f"{reason}. {where}".strip()
         targets = f"This build targets: {' '.join(flags)}" + (
             "." if t.arch_flags is not None else " (its wheel's list)."
         )
@@ -433,7 +471,11 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
             )
         elif covering:
             last = next(iter(covering))
-            why = f"{GPU_TOO_OLD.explanation} The newest torch with a build for {cc} is {last} ({covering[last][0]})."
+            short = (reason or "").split("; the last that does")[0]  # the sentence below names the release
+            why = (
+                f"{GPU_TOO_OLD.explanation} {short + '. ' if short else ''}The newest torch with a build for {cc} "
+                f"is {last} ({covering[last][0]})."
+            )
             out.append(
                 GPU_TOO_OLD.finding(
                     title=f"{label} is older than every current torch build",
@@ -442,7 +484,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
                 )
             )
         else:
-            why = f"{GPU_TOO_OLD.explanation} No PyTorch release in cudadoctor's tables supports it."
+            why = f"{GPU_TOO_OLD.explanation} {where} No PyTorch release in cudadoctor's tables supports it."
             out.append(
                 GPU_TOO_OLD.finding(
                     title=f"{label} is not supported by any known torch build",
@@ -487,24 +529,8 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
                 ],
             )
         )
-    # The wheel's own cuDNN sits in site-packages (nvidia/cudnn/lib or torch/lib) or, for conda, in the
-    # environment's lib; anything else was found first through LD_LIBRARY_PATH or the system path.
-    own = [os.path.dirname(t.path)] if t.path else []
-    own.append(os.path.dirname(os.path.dirname(t.python_executable)))
-    loaded = (t.loaded_libraries or {}).get("cudnn", [])
-    foreign = [p for p in loaded if not any(p.startswith(o + os.sep) for o in own)]
-    if foreign:
-        out.append(
-            CUDNN_SHADOWED.finding(
-                title=f"torch loaded a cuDNN from outside its environment: {foreign[0]}",
-                fix=[
-                    fix(
-                        "Let the wheel's own cuDNN load: remove that directory from LD_LIBRARY_PATH",
-                        "echo $LD_LIBRARY_PATH",
-                    )
-                ],
-            )
-        )
+    # CD208 (a library from outside the environment shadows the wheel's own), for every library
+    # family and one finding per place the copies came from: rules/libraries.py.
     return out
 
 

@@ -105,7 +105,10 @@ def evaluate(f: Facts) -> list[Finding]:
                 title=f"CUDA_VISIBLE_DEVICES={shown} hides all {len(devices)} GPU{'s' * (len(devices) != 1)}",
                 fix=[
                     fix("Show every GPU", "unset CUDA_VISIBLE_DEVICES"),
-                    fix("Or pick GPUs by UUID (order-proof)", "cudadoctor gpus --pick 1"),
+                    fix(
+                        "Or select GPUs by UUID, order-proof (eval sets the variable in this shell)",
+                        'eval "$(cudadoctor gpus --pick 1)"',
+                    ),
                 ],
             )
         )
@@ -134,7 +137,6 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         )
     return out + _mig(f)
-
 
 
 def _mig(f: Facts) -> list[Finding]:

@@ -36,6 +36,10 @@ int cuGetErrorName(int r, const char **s) {
     case 0: *s = "CUDA_SUCCESS"; return 0;
     case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; return 0;
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 46: *s = "CUDA_ERROR_DEVICE_UNAVAILABLE"; return 0;
+    case 304: *s = "CUDA_ERROR_OPERATING_SYSTEM"; return 0;
+    case 802: *s = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
+    case 803: *s = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"; return 0;
     case 999: *s = "CUDA_ERROR_UNKNOWN"; return 0;
     default: *s = "CUDA_ERROR_FAKE"; return 0;
     }

@@ -6,21 +6,35 @@
  *   init_error 9                  NVML code nvmlInit returns (0 = success)
  *   init_sleep 30                 seconds nvmlInit sleeps first (a hung driver)
  *   driver 535.104.05 | cuda 12020 | nvml_version 12.535.104.05
+ *   crash_in nvmlDeviceGetName    that function segfaults; hang_in nvmlShutdown: it never returns
+ *   count_error 999               nvmlDeviceGetCount fails with this NVML code
  *   missing nvmlFoo nvmlBar_v2    functions that answer FUNCTION_NOT_FOUND, as an old driver's
  *                                 absent symbols do (nvidia-ml-py raises the same exception)
  *   device name="NVIDIA H100" uuid=GPU-… bus=00000000:1B:00.0 cc=9.0 total=… used=… util=3
  *          temp=40 gen=5/5 width=16/16 mig=0 error=0 unsupported=temp,util
  *   process gpu=0 pid=123 mem=1048576 kind=compute     (mem=na: not available, as under WDDM)
  *   mig gpu=0 uuid=MIG-… total=… used=…
+ *   device … rx=KBps tx=KBps power=mW clocks_event=0x44   PCIe throughput (KB/s, as NVML), power draw,
+ *                                 clock event (throttle) reasons bitmask
+ *   process gpu=0 pid=child …     pid=child: the first child of the process that loaded this library
+ *                                 (the command `cudadoctor watch` runs); not listed while it has none
+ *   timeline gpu=0 t=1.5 util=95 used=… rx=… tx=… power=… clocks_event=0x…  from t seconds after
+ *                                 nvmlInit on, these device values apply (each key only if given)
+ *   timeline gpu=0 t=2 pid=child mem=…  from t on, that process's GPU memory on that GPU
+ *   device … ecc=2/9 retired=SBE/DBE retired_pending=1 remapped=CORR/UNC remap_pending=1 remap_failure=1
+ *          persistence=0 compute_mode=3 health_error=4   health queries (see health_parse at the end)
  * libcuda stand-in (fake_cuda.c) reads: cuda_init 0 | cuda_init_sleep 30 | cuda_devices 2
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <dirent.h>
 
-#define MAXDEV 16
-#define MAXPROC 64
+#define MAXDEV 128
+#define MAXPROC 8192
 #define MAXMIG 7
 #define MAGIC_DEV 0x6465760aU
 #define MAGIC_MIG 0x6d69670aU
@@ -39,23 +53,41 @@ typedef struct {
         char uuid[96];
         unsigned long long total, used;
     } migs[MAXMIG];
+    unsigned long long rx, tx, clocks_event; /* KB/s, KB/s, bitmask */
+    unsigned power;
+    int has_power;
+    /* health: ECC, retired pages, remapped rows, persistence and compute mode (health_parse) */
+    unsigned ecc_vol, ecc_agg, retired_sbe, retired_dbe, retired_pending;
+    unsigned remap_corr, remap_unc, remap_pending, remap_failure;
+    int persistence, compute_mode, health_error;
 } dev_t_;
+
+static void health_parse(dev_t_ *d, const char *line);
 
 typedef struct {
     int gpu;
     unsigned pid;
     unsigned long long mem;
     int graphics;
+    int child; /* pid=child */
 } proc_t_;
 
 static struct {
     int init_error, init_sleep;
     char driver[80], nvml_version[80], missing[2048];
+    char crash_in[128], hang_in[128]; /* a function that segfaults / never returns (a broken driver) */
+    int count_error;                   /* NVML code nvmlDeviceGetCount returns */
     int cuda;
     int ndev, nproc;
     dev_t_ dev[MAXDEV];
     proc_t_ proc[MAXPROC];
 } M;
+
+static void tl_reset(void);
+static void tl_parse(const char *line);
+static void tl_apply(dev_t_ *d);
+static unsigned tl_child_pid(void);
+static unsigned long long hexnum(const char *line, const char *key, unsigned long long dflt);
 
 static const char *field(const char *line, const char *key, char *out, size_t n) {
     size_t klen = strlen(key);
@@ -93,6 +125,7 @@ static void pair(const char *line, const char *key, unsigned *a, unsigned *b, un
 
 static int load(void) {
     memset(&M, 0, sizeof M);
+    tl_reset();
     strcpy(M.driver, "535.104.05");
     strcpy(M.nvml_version, "12.535.104.05");
     M.cuda = 12020;
@@ -110,6 +143,9 @@ static int load(void) {
         else if (!strcmp(word, "driver")) sscanf(rest, "%79s", M.driver);
         else if (!strcmp(word, "nvml_version")) sscanf(rest, "%79s", M.nvml_version);
         else if (!strcmp(word, "cuda")) M.cuda = atoi(rest);
+        else if (!strcmp(word, "crash_in")) sscanf(rest, "%127s", M.crash_in);
+        else if (!strcmp(word, "hang_in")) sscanf(rest, "%127s", M.hang_in);
+        else if (!strcmp(word, "count_error")) M.count_error = atoi(rest);
         else if (!strcmp(word, "missing")) {
             strncat(M.missing, " ", sizeof M.missing - strlen(M.missing) - 1);
             strncat(M.missing, rest, sizeof M.missing - strlen(M.missing) - 1);
@@ -134,6 +170,12 @@ static int load(void) {
             pair(line, "width", &d->width_cur, &d->width_max, 16);
             d->mig = (unsigned)num(line, "mig", 0);
             d->error = (int)num(line, "error", 0);
+            health_parse(d, line);
+            d->rx = num(line, "rx", 0);
+            d->tx = num(line, "tx", 0);
+            d->has_power = field(line, "power", cc, sizeof cc) != NULL;
+            d->power = (unsigned)num(line, "power", 0);
+            d->clocks_event = hexnum(line, "clocks_event", 0);
         } else if (!strcmp(word, "process") && M.nproc < MAXPROC) {
             proc_t_ *p = &M.proc[M.nproc++];
             char kind[16] = "compute";
@@ -142,6 +184,9 @@ static int load(void) {
             p->mem = num(line, "mem", 0);
             field(line, "kind", kind, sizeof kind);
             p->graphics = strcmp(kind, "graphics") == 0;
+            p->child = field(line, "pid", kind, sizeof kind) && strcmp(kind, "child") == 0;
+        } else if (!strcmp(word, "timeline")) {
+            tl_parse(line);
         } else if (!strcmp(word, "mig")) {
             int g = (int)num(line, "gpu", 0);
             if (g < M.ndev && M.dev[g].nmig < MAXMIG) {
@@ -172,9 +217,15 @@ static int is_missing(const char *fn) {
     return 0;
 }
 
+static void misbehave(const char *fn) {
+    if (M.crash_in[0] && !strcmp(M.crash_in, fn)) raise(SIGSEGV);
+    if (M.hang_in[0] && !strcmp(M.hang_in, fn)) sleep(3600);
+}
+
 #define ENTER(fn)                          \
     do {                                   \
         if (!initialised) return 1;        \
+        misbehave(fn);                     \
         if (is_missing(fn)) return 13;     \
     } while (0)
 
@@ -188,11 +239,13 @@ static dev_t_ *DEV(void *h) {
     dev_t_ *d = DEV(h);                                             \
     if (!d) return 2;                                               \
     if (d->error) return d->error;                                  \
-    if (key[0] && strstr(d->unsupported, key)) return 3;
+    if (key[0] && strstr(d->unsupported, key)) return 3;          \
+    tl_apply(d);
 
 int nvmlInitWithFlags(unsigned flags) {
     (void)flags;
     load();
+    misbehave("nvmlInit");
     if (M.init_sleep) sleep((unsigned)M.init_sleep);
     if (M.init_error) return M.init_error;
     initialised = 1;
@@ -200,7 +253,7 @@ int nvmlInitWithFlags(unsigned flags) {
 }
 int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 int nvmlInit(void) { return nvmlInitWithFlags(0); }
-int nvmlShutdown(void) { initialised = 0; return 0; }
+int nvmlShutdown(void) { misbehave("nvmlShutdown"); initialised = 0; return 0; }
 
 const char *nvmlErrorString(int r) {
     switch (r) {
@@ -221,8 +274,8 @@ int nvmlSystemGetDriverVersion(char *v, unsigned n) { ENTER("nvmlSystemGetDriver
 int nvmlSystemGetNVMLVersion(char *v, unsigned n) { ENTER("nvmlSystemGetNVMLVersion"); return copy(v, n, M.nvml_version); }
 int nvmlSystemGetCudaDriverVersion(int *v) { ENTER("nvmlSystemGetCudaDriverVersion"); *v = M.cuda; return 0; }
 int nvmlSystemGetCudaDriverVersion_v2(int *v) { ENTER("nvmlSystemGetCudaDriverVersion_v2"); *v = M.cuda; return 0; }
-int nvmlDeviceGetCount_v2(unsigned *n) { ENTER("nvmlDeviceGetCount_v2"); *n = (unsigned)M.ndev; return 0; }
-int nvmlDeviceGetCount(unsigned *n) { ENTER("nvmlDeviceGetCount"); *n = (unsigned)M.ndev; return 0; }
+int nvmlDeviceGetCount_v2(unsigned *n) { ENTER("nvmlDeviceGetCount_v2"); if (M.count_error) return M.count_error; *n = (unsigned)M.ndev; return 0; }
+int nvmlDeviceGetCount(unsigned *n) { ENTER("nvmlDeviceGetCount"); if (M.count_error) return M.count_error; *n = (unsigned)M.ndev; return 0; }
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) {
     ENTER("nvmlDeviceGetHandleByIndex_v2");
@@ -283,6 +336,7 @@ int nvmlDeviceGetMemoryInfo(void *h, mem_t *m) {
     dev_t_ *d = DEV(h);
     if (!d) return 2;
     if (d->error) return d->error;
+    tl_apply(d);
     m->total = d->total; m->used = d->used; m->free = d->total - d->used;
     return 0;
 }
@@ -332,9 +386,10 @@ static int procs(void *h, unsigned *count, pinfo_t *out, int graphics) {
     dev_t_ *d = DEV(h);
     if (!d) return 2;
     if (d->error) return d->error;
-    unsigned n = 0;
+    tl_apply(d);
+    unsigned n = 0, child = tl_child_pid();
     for (int i = 0; i < M.nproc; i++)
-        if (M.proc[i].gpu == d->index && M.proc[i].graphics == graphics) n++;
+        if (M.proc[i].gpu == d->index && M.proc[i].graphics == graphics && (!M.proc[i].child || child)) n++;
     if (out == NULL || *count < n) {
         unsigned room = *count;
         *count = n;
@@ -343,7 +398,8 @@ static int procs(void *h, unsigned *count, pinfo_t *out, int graphics) {
     unsigned k = 0;
     for (int i = 0; i < M.nproc; i++) {
         if (M.proc[i].gpu != d->index || M.proc[i].graphics != graphics) continue;
-        out[k].pid = M.proc[i].pid;
+        if (M.proc[i].child && !child) continue;
+        out[k].pid = M.proc[i].child ? child : M.proc[i].pid;
         out[k].usedGpuMemory = M.proc[i].mem;
         out[k].gpuInstanceId = out[k].computeInstanceId = 0xFFFFFFFFu;
         k++;
@@ -358,16 +414,223 @@ int nvmlDeviceGetGraphicsRunningProcesses_v2(void *h, unsigned *c, pinfo_t *o) {
 
 /* Queries other NVML tools (nvitop, gpustat) make, answered with plausible constants so that a
  * benchmark on the fake machine measures them doing their normal work, not their error paths. */
-int nvmlDeviceGetComputeMode(void *h, int *m) { DEVICE("nvmlDeviceGetComputeMode", ""); *m = 0; return 0; }
+int nvmlDeviceGetComputeMode(void *h, int *m) {
+    DEVICE("nvmlDeviceGetComputeMode", "compute_mode");
+    if (d->health_error) return d->health_error;
+    *m = d->compute_mode;
+    return 0;
+}
 int nvmlDeviceGetEncoderUtilization(void *h, unsigned *u, unsigned *p) { DEVICE("nvmlDeviceGetEncoderUtilization", ""); *u = 0; *p = 167000; return 0; }
 int nvmlDeviceGetDecoderUtilization(void *h, unsigned *u, unsigned *p) { DEVICE("nvmlDeviceGetDecoderUtilization", ""); *u = 0; *p = 167000; return 0; }
 int nvmlDeviceGetDisplayActive(void *h, int *a) { DEVICE("nvmlDeviceGetDisplayActive", ""); *a = 0; return 0; }
 int nvmlDeviceGetDriverModel(void *h, int *c, int *p) { (void)c; (void)p; DEVICE("nvmlDeviceGetDriverModel", ""); return 3; }
 int nvmlDeviceGetFanSpeed(void *h, unsigned *s) { DEVICE("nvmlDeviceGetFanSpeed", "fan"); *s = 30; return 0; }
 int nvmlDeviceGetPerformanceState(void *h, int *p) { DEVICE("nvmlDeviceGetPerformanceState", ""); *p = 0; return 0; }
-int nvmlDeviceGetPersistenceMode(void *h, int *m) { DEVICE("nvmlDeviceGetPersistenceMode", ""); *m = 1; return 0; }
+int nvmlDeviceGetPersistenceMode(void *h, int *m) {
+    DEVICE("nvmlDeviceGetPersistenceMode", "persistence");
+    if (d->health_error) return d->health_error;
+    *m = d->persistence;
+    return 0;
+}
 int nvmlDeviceGetPowerManagementLimit(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetPowerManagementLimit", "power"); *mw = 700000; return 0; }
 int nvmlDeviceGetEnforcedPowerLimit(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetEnforcedPowerLimit", "power"); *mw = 700000; return 0; }
-int nvmlDeviceGetPowerUsage(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetPowerUsage", "power"); *mw = 100000 + 5000 * d->util; return 0; }
+int nvmlDeviceGetPowerUsage(void *h, unsigned *mw) { DEVICE("nvmlDeviceGetPowerUsage", "power"); *mw = d->has_power ? d->power : 100000 + 5000 * d->util; return 0; }
 int nvmlDeviceGetProcessUtilization(void *h, void *s, unsigned *n, unsigned long long t) { (void)s; (void)n; (void)t; DEVICE("nvmlDeviceGetProcessUtilization", ""); return 6; }
-int nvmlDeviceGetTotalEccErrors(void *h, int e, int c, unsigned long long *n) { (void)e; (void)c; DEVICE("nvmlDeviceGetTotalEccErrors", ""); *n = 0; return 0; }
+int nvmlDeviceGetTotalEccErrors(void *h, int e, int c, unsigned long long *n) {
+    DEVICE("nvmlDeviceGetTotalEccErrors", "ecc");
+    if (d->health_error) return d->health_error;
+    /* e: 0 corrected, 1 uncorrected; c: 0 volatile, 1 aggregate */
+    *n = e == 1 ? (c == 1 ? d->ecc_agg : d->ecc_vol) : 0;
+    return 0;
+}
+
+/* ---- scripted timeline (cudadoctor watch): values that change with the time since nvmlInit ---- */
+#define MAXTL 512
+static struct tl_t {
+    double t;
+    int gpu, child;
+    unsigned pid;
+    int has_util, has_used, has_rx, has_tx, has_power, has_clocks, has_mem;
+    unsigned util, power;
+    unsigned long long used, rx, tx, clocks_event, mem;
+} TL[MAXTL];
+static int ntl;
+static double tl_t0;
+
+static double tl_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void tl_reset(void) {
+    ntl = 0;
+    tl_t0 = tl_now();
+}
+
+static unsigned long long hexnum(const char *line, const char *key, unsigned long long dflt) {
+    char buf[64];
+    if (!field(line, key, buf, sizeof buf)) return dflt;
+    return strtoull(buf, NULL, 0);
+}
+
+static void tl_parse(const char *line) {
+    char buf[64];
+    if (ntl >= MAXTL) return;
+    struct tl_t *e = &TL[ntl++];
+    memset(e, 0, sizeof *e);
+    e->gpu = (int)num(line, "gpu", 0);
+    e->t = field(line, "t", buf, sizeof buf) ? strtod(buf, NULL) : 0.0;
+    if (field(line, "pid", buf, sizeof buf)) {
+        e->child = strcmp(buf, "child") == 0;
+        e->pid = e->child ? 0 : (unsigned)strtoul(buf, NULL, 10);
+    }
+    if ((e->has_util = field(line, "util", buf, sizeof buf) != NULL)) e->util = (unsigned)num(line, "util", 0);
+    if ((e->has_used = field(line, "used", buf, sizeof buf) != NULL)) e->used = num(line, "used", 0);
+    if ((e->has_rx = field(line, "rx", buf, sizeof buf) != NULL)) e->rx = num(line, "rx", 0);
+    if ((e->has_tx = field(line, "tx", buf, sizeof buf) != NULL)) e->tx = num(line, "tx", 0);
+    if ((e->has_power = field(line, "power", buf, sizeof buf) != NULL)) e->power = (unsigned)num(line, "power", 0);
+    if ((e->has_clocks = field(line, "clocks_event", buf, sizeof buf) != NULL))
+        e->clocks_event = hexnum(line, "clocks_event", 0);
+    if ((e->has_mem = field(line, "mem", buf, sizeof buf) != NULL)) e->mem = num(line, "mem", 0);
+}
+
+/* every point whose time has come, in file order: the latest given value of each key wins */
+static void tl_apply(dev_t_ *d) {
+    double elapsed = tl_now() - tl_t0;
+    for (int i = 0; i < ntl; i++) {
+        struct tl_t *e = &TL[i];
+        if (e->gpu != d->index || e->t > elapsed) continue;
+        if (e->child || e->pid) {
+            for (int j = 0; j < M.nproc; j++)
+                if (M.proc[j].gpu == d->index && e->has_mem &&
+                    (e->child ? M.proc[j].child : (!M.proc[j].child && M.proc[j].pid == e->pid)))
+                    M.proc[j].mem = e->mem;
+            continue;
+        }
+        if (e->has_util) d->util = e->util;
+        if (e->has_used) d->used = e->used;
+        if (e->has_rx) d->rx = e->rx;
+        if (e->has_tx) d->tx = e->tx;
+        if (e->has_power) { d->power = e->power; d->has_power = 1; }
+        if (e->has_clocks) d->clocks_event = e->clocks_event;
+    }
+}
+
+static unsigned tl_ppid(const char *pid) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *close = strrchr(buf, ')');
+    unsigned ppid = 0;
+    if (!close || sscanf(close + 1, " %*c %u", &ppid) != 1) return 0;
+    return ppid;
+}
+
+/* the first child of this process (by /proc/PID/stat's ppid), 0 when it has none; the last one found
+ * is checked first, so a sampler asking every interval does not scan /proc each time */
+static unsigned tl_child_pid(void) {
+    static unsigned cached;
+    unsigned me = (unsigned)getpid(), found = 0;
+    char name[32];
+    if (cached) {
+        snprintf(name, sizeof name, "%u", cached);
+        if (tl_ppid(name) == me) return cached;
+        cached = 0;
+    }
+    DIR *dir = opendir("/proc");
+    if (!dir) return 0;
+    struct dirent *ent;
+    while ((ent = readdir(dir)) != NULL) {
+        if (ent->d_name[0] < '1' || ent->d_name[0] > '9') continue;
+        if (tl_ppid(ent->d_name) == me) {
+            unsigned pid = (unsigned)strtoul(ent->d_name, NULL, 10);
+            if (!found || pid < found) found = pid;
+        }
+    }
+    closedir(dir);
+    cached = found;
+    return found;
+}
+
+int nvmlDeviceGetPcieThroughput(void *h, int counter, unsigned *v) {
+    DEVICE("nvmlDeviceGetPcieThroughput", "throughput");
+    if (counter == 0) *v = (unsigned)d->tx;
+    else if (counter == 1) *v = (unsigned)d->rx;
+    else return 2;
+    return 0;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void *h, unsigned long long *r) {
+    DEVICE("nvmlDeviceGetCurrentClocksEventReasons", "clocks");
+    *r = d->clocks_event;
+    return 0;
+}
+int nvmlDeviceGetCurrentClocksThrottleReasons(void *h, unsigned long long *r) {
+    DEVICE("nvmlDeviceGetCurrentClocksThrottleReasons", "clocks");
+    *r = d->clocks_event;
+    return 0;
+}
+
+/* Health keys on a device line: ecc=VOLATILE/AGGREGATE (uncorrected counts), retired=SBE/DBE (pages),
+ * retired_pending=1, remapped=CORRECTABLE/UNCORRECTABLE (rows), remap_pending=1, remap_failure=1,
+ * persistence=0|1 (default 1), compute_mode=0..3 (0 default, 2 prohibited, 3 exclusive process),
+ * health_error=N (every health query answers NVML code N); unsupported=ecc,retired,remap,persistence,
+ * compute_mode makes that query answer NOT_SUPPORTED. */
+static void health_parse(dev_t_ *d, const char *line) {
+    pair(line, "ecc", &d->ecc_vol, &d->ecc_agg, 0);
+    pair(line, "retired", &d->retired_sbe, &d->retired_dbe, 0);
+    d->retired_pending = (unsigned)num(line, "retired_pending", 0);
+    pair(line, "remapped", &d->remap_corr, &d->remap_unc, 0);
+    d->remap_pending = (unsigned)num(line, "remap_pending", 0);
+    d->remap_failure = (unsigned)num(line, "remap_failure", 0);
+    d->persistence = (int)num(line, "persistence", 1);
+    d->compute_mode = (int)num(line, "compute_mode", 0);
+    d->health_error = (int)num(line, "health_error", 0);
+}
+
+static int retired_pages(void *h, int cause, unsigned *count, unsigned long long *addr, unsigned long long *ts) {
+    dev_t_ *d = DEV(h);
+    if (!d) return 2;
+    if (d->error) return d->error;
+    if (strstr(d->unsupported, "retired")) return 3;
+    if (d->health_error) return d->health_error;
+    unsigned n = cause == 1 ? d->retired_dbe : d->retired_sbe;
+    if (addr == NULL || *count < n) {
+        unsigned room = *count;
+        *count = n;
+        return (n == 0 && room == 0) ? 0 : 7;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        addr[i] = 0x1000ULL * (i + 1) + (unsigned long long)cause;
+        if (ts) ts[i] = 1700000000ULL + i;
+    }
+    *count = n;
+    return 0;
+}
+int nvmlDeviceGetRetiredPages(void *h, int cause, unsigned *count, unsigned long long *addr) {
+    ENTER("nvmlDeviceGetRetiredPages");
+    return retired_pages(h, cause, count, addr, NULL);
+}
+int nvmlDeviceGetRetiredPages_v2(void *h, int cause, unsigned *count, unsigned long long *addr, unsigned long long *ts) {
+    ENTER("nvmlDeviceGetRetiredPages_v2");
+    return retired_pages(h, cause, count, addr, ts);
+}
+int nvmlDeviceGetRetiredPagesPendingStatus(void *h, int *pending) {
+    DEVICE("nvmlDeviceGetRetiredPagesPendingStatus", "retired");
+    if (d->health_error) return d->health_error;
+    *pending = (int)d->retired_pending;
+    return 0;
+}
+int nvmlDeviceGetRemappedRows(void *h, unsigned *corr, unsigned *unc, unsigned *pending, unsigned *failure) {
+    DEVICE("nvmlDeviceGetRemappedRows", "remap");
+    if (d->health_error) return d->health_error;
+    *corr = d->remap_corr;
+    *unc = d->remap_unc;
+    *pending = d->remap_pending;
+    *failure = d->remap_failure;
+    return 0;
+}
