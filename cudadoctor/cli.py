@@ -5,6 +5,8 @@ on stderr, exit 2."""
 from __future__ import annotations
 
 import importlib
+import inspect
+import itertools
 import os
 import sys
 from typing import Any, NoReturn
@@ -12,6 +14,8 @@ from typing import Any, NoReturn
 import click
 
 from cudadoctor import __version__
+from cudadoctor import locale as i18n
+from cudadoctor.locale import _
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_USAGE
 
 # name -> (module:attribute, one line for `cudadoctor --help`)
@@ -19,7 +23,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("cudadoctor.commands.check:check", "Diagnose this machine; every problem with its fix."),
     "bench": ("cudadoctor.commands.check:bench", "check --full: also measure copy bandwidth and train."),
     "gpus": ("cudadoctor.commands.gpus:gpus", "The GPUs, who holds their memory; --pick N for CUDA_VISIBLE_DEVICES."),
+    "triage": ("cudadoctor.commands.triage:triage", "Diagnose a paste: collect_env, nvidia-smi, errors."),
     "explain": ("cudadoctor.commands.explain:explain", "The page of a finding code, with its fixes."),
+    "ckpt": ("cudadoctor.commands.ckpt:ckpt", "Why torch.load fails on a checkpoint, and a fixed copy."),
+    "watch": ("cudadoctor.commands.watch:watch", "Run a training command; say why its GPU idles, with fixes."),
+    "fleet": ("cudadoctor.commands.fleet:fleet", "Run under torchrun: the nodes of a job checked side by side."),
     "completion": ("cudadoctor.commands.completion:completion", "Print the shell completion script."),
 }
 
@@ -56,20 +64,133 @@ def _quiet_exit() -> NoReturn:
     os._exit(0)
 
 
+def _translate_click() -> None:
+    """click translates its own words with the stdlib's global gettext domain, which --lang never reaches:
+    its modules look their words up in our catalogue instead (identity in English)."""
+    import click.core
+    import click.decorators
+    import click.exceptions
+    import click.formatting
+    import click.parser
+    import click.types
+
+    for module in (click.core, click.decorators, click.exceptions, click.formatting, click.parser, click.types):
+        if hasattr(module, "_"):
+            module._ = i18n._  # type: ignore[attr-defined]
+        if hasattr(module, "ngettext"):
+            module.ngettext = i18n.ngettext  # type: ignore[attr-defined]
+    # help wraps by display width in a language with wide characters (click counts characters)
+    english_wrap, english_len = click.formatting.wrap_text, click.formatting.term_len
+
+    def wrap_text(text: str, width: int = 78, initial_indent: str = "", subsequent_indent: str = "", **kw: Any) -> str:
+        if i18n.current() == i18n.ENGLISH:
+            return english_wrap(text, width, initial_indent, subsequent_indent, **kw)
+        from cudadoctor.render.layout import wrap
+
+        out = []
+        for para in text.split("\n\n") if kw.get("preserve_paragraphs") else [text]:
+            flat = " ".join(line.strip() for line in para.replace("\b", "").splitlines() if line.strip())
+            lines = wrap(flat, width - max(len(initial_indent), len(subsequent_indent)))
+            out.append("\n".join((subsequent_indent if i else initial_indent) + ln for i, ln in enumerate(lines)))
+        return "\n\n".join(out)
+
+    def term_len(text: str) -> int:
+        if i18n.current() == i18n.ENGLISH:
+            return english_len(text)
+        from cudadoctor.render.layout import display_width
+
+        return display_width(click.unstyle(text))
+
+    click.formatting.wrap_text = wrap_text  # type: ignore[assignment]
+    click.formatting.term_len = term_len  # type: ignore[assignment]
+
+
+_translate_click()
+
+
+def _machine_output(args: list[str]) -> bool:
+    """JSON on stdout: machines read it, so it stays English unless --lang says otherwise (files written
+    with --output and --junit are the commands' business: check writes them in English)."""
+    return any(a in ("--json", "--format=json") for a in args) or any(
+        a == "--format" and b == "json" for a, b in itertools.pairwise(args)
+    )
+
+
+def _set_language(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if value:
+        return i18n.set_language(value, explicit=True)
+    language = i18n.set_language(None)
+    if language != i18n.ENGLISH and _machine_output(ctx.meta.get("cudadoctor.args", [])):
+        language = i18n.set_language(i18n.ENGLISH)
+    return language
+
+
+def _hoist_lang(args: list[str]) -> list[str]:
+    """`cudadoctor check --lang zh_CN` as well as `cudadoctor --lang zh_CN check`: --lang is the group's
+    option, so it moves to the front wherever it is given (not after `--`, where a command's own argv starts)."""
+    out, moved, i = [], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out += args[i:]
+            break
+        if a == "--lang" and i + 1 < len(args):
+            moved += args[i : i + 2]
+            i += 2
+            continue
+        if a.startswith("--lang="):
+            moved.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return moved + out
+
+
+def _localize_help(command: click.Command) -> None:
+    """Help texts in the current language; the English originals are kept for a later switch back."""
+    for obj in (command, *command.params):
+        for attr in ("help", "short_help"):
+            text = getattr(obj, attr, None)
+            if text is None:
+                continue
+            english = getattr(obj, "_cudadoctor_" + attr, None)
+            if english is None:
+                english = text
+                setattr(obj, "_cudadoctor_" + attr, english)
+            cleaned = inspect.cleandoc(english)  # the message as extracted (docstrings keep their indent)
+            translated = _(cleaned)
+            if translated == cleaned and i18n.current() != i18n.ENGLISH:
+                from cudadoctor.locale.localize import label
+
+                translated = label(cleaned)  # a help text built with an f-string, by its template
+            setattr(obj, attr, translated if translated != cleaned else english)
+
+
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = _hoist_lang(args)
+        ctx.meta["cudadoctor.args"] = list(args)  # for _set_language: does the subcommand write JSON?
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _localize_help(self)
+        super().format_help(ctx, formatter)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, _, attr = COMMANDS[name][0].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        module, _sep, attr = COMMANDS[name][0].partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        _localize_help(command)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # from the table: listing the commands imports none of them
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
+        with formatter.section(_("Commands")):
+            formatter.write_dl([(name, _(short)) for name, (_module, short) in COMMANDS.items()])
 
 
 @click.group(
@@ -78,6 +199,14 @@ class LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80},
 )
 @click.version_option(__version__, "-V", "--version", prog_name="cudadoctor")
+@click.option(
+    "--lang",
+    type=click.Choice(i18n.LANGUAGES),
+    is_eager=True,
+    expose_value=False,
+    callback=_set_language,
+    help="Output language (default: CUDADOCTOR_LANG, then LANGUAGE/LC_ALL/LC_MESSAGES/LANG).",
+)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Why PyTorch cannot use your NVIDIA GPU, or how well it can, and what to type to fix it.
@@ -96,7 +225,8 @@ def names_option(option: str, value: str | None, known: list[str]) -> set[str]:
     unknown = sorted(names - set(known))
     if unknown:
         raise click.BadParameter(
-            f"unknown name {', '.join(unknown)}; choose from {', '.join(known)}", param_hint=option
+            _("unknown name {names}; choose from {known}").format(names=", ".join(unknown), known=", ".join(known)),
+            param_hint=option,
         )
     return names
 
@@ -111,12 +241,13 @@ def size_option(ctx: click.Context, param: click.Parameter, value: str | None) -
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     if size <= 0:
-        raise click.BadParameter(f"{value!r} is not a positive size")
+        raise click.BadParameter(_("{value} is not a positive size").format(value=repr(value)))
     return size
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    i18n.set_language(None)  # before click parses: --help and usage errors already in the user's language
     verbose = "-v" in args or "--verbose" in args
     try:
         cli.main(args=args, prog_name="cudadoctor", standalone_mode=False)
@@ -125,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:  # usage errors: one line, exit 2
         message = exc.format_message().replace("\n", " ")
         if isinstance(exc, click.UsageError) and exc.ctx is not None and not isinstance(exc, UsageError):
-            message += f" (see `{exc.ctx.command_path} --help`)"
+            message += _(" (see `{command} --help`)").format(command=exc.ctx.command_path)
         echo(f"cudadoctor: {message}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -137,14 +268,15 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit:
         raise
     except OSError as exc:
-        echo(f"cudadoctor: cannot write output: {exc.strerror or exc}", err=True)
+        echo("cudadoctor: " + _("cannot write output: {error}").format(error=exc.strerror or exc), err=True)
         sys.exit(EXIT_INCOMPLETE)
     except Exception as exc:  # the last line of defence: no traceback unless asked for
         if verbose:
             import traceback
 
             traceback.print_exc()
-        echo(f"cudadoctor: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True)
+        detail = f"{type(exc).__name__}: {exc}"
+        echo("cudadoctor: " + _("internal error: {detail} (run with -v for details)").format(detail=detail), err=True)
         sys.exit(EXIT_INCOMPLETE)
     _flush()
 
@@ -155,7 +287,7 @@ def _flush() -> None:
     except BrokenPipeError:
         _quiet_exit()
     except OSError as exc:
-        echo(f"cudadoctor: cannot write output: {exc.strerror or exc}", err=True)
+        echo("cudadoctor: " + _("cannot write output: {error}").format(error=exc.strerror or exc), err=True)
         sys.exit(EXIT_INCOMPLETE)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cudadoctor import __version__
+from cudadoctor.locale import _, ngettext
 
 if TYPE_CHECKING:
     from cudadoctor.facts import Facts
@@ -164,32 +165,44 @@ def describe_scope(outcomes: list[ProbeOutcome], expected: list[str]) -> str | N
     ran = [n for n in expected if n in by_name and by_name[n].status == "ok"]
     if len(ran) == len(expected):
         return None
-    parts = [f"{len(ran)} of {plural(len(expected), 'check')} ran" + (f": {', '.join(ran)}" if ran else "")]
+    parts = [
+        ngettext("{ran} of {n} check ran", "{ran} of {n} checks ran", len(expected)).format(
+            ran=len(ran), n=len(expected)
+        )
+        + (_(": {names}").format(names=", ".join(ran)) if ran else "")
+    ]
     failed = [f"{n} {by_name[n].status}" for n in expected if n in by_name and by_name[n].failed]
     skipped = [n for n in expected if n not in ran and not (n in by_name and by_name[n].failed)]
     if failed:
-        parts.append(f"failed: {', '.join(failed)}")
+        parts.append(_("failed: {names}").format(names=", ".join(failed)))
     if skipped:
-        parts.append(f"not checked: {', '.join(skipped)}")
-    return "; ".join(parts)
+        parts.append(_("not checked: {names}").format(names=", ".join(skipped)))
+    return _("; ").join(parts)
 
 
-def verdict_line(status: Status, findings: list[Finding], scope: str | None, fail_on: Severity) -> str:
+def verdict_line(
+    status: Status, findings: list[Finding], scope: str | None, fail_on: Severity, undecided: str | None = None
+) -> str:
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is Severity.WARNING]
-    counts = f"{plural(len(errors), 'error')}, {plural(len(warnings), 'warning')}"
+    counts = _("{errors}, {warnings}").format(
+        errors=ngettext("{n} error", "{n} errors", len(errors)).format(n=len(errors)),
+        warnings=ngettext("{n} warning", "{n} warnings", len(warnings)).format(n=len(warnings)),
+    )
     # the first root cause: a finding that follows from another one is never the headline
     first = next((f for f in errors if f.cause is None), None) or (errors or warnings or [None])[0]
-    if status is Status.INCOMPLETE:
-        text = "INCOMPLETE: the doctor could not finish every check"
+    if undecided is not None:
+        text = _("NOT ENOUGH TO TELL: {why}").format(why=undecided)
+    elif status is Status.INCOMPLETE:
+        text = _("INCOMPLETE: the doctor could not finish every check")
         if first is not None:
-            text += f" ({counts}): {first.title}"
+            text += _(" ({counts}): {title}").format(counts=counts, title=first.title)
     elif status is Status.PROBLEMS:
-        text = f"PROBLEMS ({counts}): {first.title if first else ''}"
+        text = _("PROBLEMS ({counts}): {title}").format(counts=counts, title=first.title if first else "")
     elif status is Status.WARNINGS:
-        text = f"USABLE WITH WARNINGS ({counts}): {first.title if first else ''}"
+        text = _("USABLE WITH WARNINGS ({counts}): {title}").format(counts=counts, title=first.title if first else "")
     else:
-        text = "HEALTHY: no problems found"
+        text = _("HEALTHY: no problems found")
     if scope:
         text += f" [{scope}]"
     return text
@@ -204,8 +217,18 @@ def build(
     expected: list[str] | None = None,
     requirements: Any = None,
     source: Source | None = None,
+    undecided: str | None = None,
 ) -> Report:
+    """`undecided`: why the facts cannot support a verdict at all (a paste that shows too little): the
+    status is then INCOMPLETE, unless an error was found anyway."""
+    from cudadoctor.locale.localize import findings as localized
+
+    findings = localized(findings)  # the current language's titles, pages, fix labels and table headers
     status = decide(findings, outcomes, fail_on)
+    if undecided is not None and status is not Status.PROBLEMS:
+        status = Status.INCOMPLETE
+    else:
+        undecided = None
     scope = describe_scope(outcomes, expected) if expected is not None else None
     return Report(
         command=command,
@@ -214,7 +237,7 @@ def build(
         findings=findings,
         status=status,
         exit_code=status.exit_code,
-        verdict=verdict_line(status, findings, scope, fail_on),
+        verdict=verdict_line(status, findings, scope, fail_on, undecided),
         scope=scope,
         fail_on=fail_on.value,
         requirements=requirements,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import click
 
 from cudadoctor.cli import echo, fail
+from cudadoctor.locale import _
+from cudadoctor.locale.localize import label
+from cudadoctor.render.layout import wrap
 
 
 def page(code: str, width: int = 80) -> str | None:
@@ -15,14 +16,17 @@ def page(code: str, width: int = 80) -> str | None:
     e = CATALOGUE.get(code.strip().upper())
     if e is None:
         return None
-    lines = [f"{e.code} {e.name} ({e.severity.value}, section {e.section})", "", *textwrap.wrap(e.summary, width), ""]
-    lines += textwrap.wrap(e.explanation, width)
+    head = _("{code} {name} ({severity}, section {section})").format(
+        code=e.code, name=e.name, severity=_(e.severity.value), section=_(e.section)
+    )
+    lines = [head, "", *wrap(_(e.summary), width), ""]
+    lines += wrap(_(e.explanation), width)
     fixes = list(e.fixes) or _example_fixes(e.code)
     for f in fixes:
-        lines += ["", *textwrap.wrap(f"Fix — {f.when}:", width, subsequent_indent="  ")]
+        lines += ["", *wrap(_("Fix — {when}:").format(when=label(f.when)), width, hang=2)]
         lines += [f"    {c}" for c in f.commands]
     if not fixes:
-        lines += ["", "The report gives the commands that fit the machine: cudadoctor check"]
+        lines += ["", _("The report gives the commands that fit the machine: cudadoctor check")]
     return "\n".join(lines)
 
 
@@ -39,5 +43,6 @@ def explain(code: str) -> None:
     """Print the page of a finding code (e.g. CD101), with its fixes."""
     text = page(code)
     if text is None:
-        fail(f"unknown finding code {code!r}; `cudadoctor explain` knows CD001-CD999 (see docs/findings.md)")
+        message = _("unknown finding code {code}; `cudadoctor explain` knows CD001-CD999 (see docs/findings.md)")
+        fail(message.format(code=repr(code)))
     echo(text)

@@ -130,8 +130,12 @@ def _problem(driver: DriverFacts) -> tuple[str, int] | None:
     if driver.init_status in ("CRASHED", "TIMEOUT"):
         return f"cudadoctor: NVML {driver.init_message}: the driver library itself failed (run `cudadoctor check`)", 3
     if driver.init_status != "ok":
+        from cudadoctor.locale import _
+        from cudadoctor.locale.localize import title as localized
+
         code, title = _no_driver_finding(driver)
-        return f"cudadoctor: {code} {title} (run `cudadoctor check` for the fix)", EXIT_PROBLEMS
+        line = _("{code} {title} (run `cudadoctor check` for the fix)").format(code=code, title=localized(code, title))
+        return f"cudadoctor: {line}", EXIT_PROBLEMS
     if driver.device_count is None:
         why = driver.query_errors.get("nvmlDeviceGetCount", driver.query_failure or "no answer")
         return f"cudadoctor: NVML could not count the GPUs (nvmlDeviceGetCount: {why})", EXIT_INCOMPLETE

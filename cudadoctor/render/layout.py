@@ -58,15 +58,35 @@ def wrap(text: str, width: int, hang: int = 0) -> list[str]:
     return [(" " * hang + ln if i else ln) for i, ln in enumerate(lines)]
 
 
+# CJK punctuation that never starts a line (it stays with what comes before) or never ends one
+_NO_LINE_START = frozenset("，。、；：！？）」』】》〉")
+_NO_LINE_END = frozenset("（「『【《〈")
+
+
 def _words(text: str) -> list[str]:
-    """Split after spaces and between CJK characters (which may break anywhere)."""
+    """Split after spaces and between CJK characters (which may break anywhere, except before closing
+    punctuation)."""
     out: list[str] = []
     cur = ""
     for ch in text:
-        if char_width(ch) == 2:
+        if ch in _NO_LINE_START and (cur or out):
             if cur:
+                out.append(cur + ch)
+                cur = ""
+            else:
+                out[-1] += ch
+        elif ch in _NO_LINE_END:
+            if cur and cur[-1] not in _NO_LINE_END:
                 out.append(cur)
-            out.append(ch)
+                cur = ""
+            cur += ch
+        elif char_width(ch) == 2:
+            if cur and cur[-1] in _NO_LINE_END:
+                out.append(cur + ch)
+            else:
+                if cur:
+                    out.append(cur)
+                out.append(ch)
             cur = ""
         elif ch == " ":
             out.append(cur + ch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from cudadoctor.locale import _
 from cudadoctor.rules.catalogue import SECTIONS
 
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}
@@ -26,7 +27,7 @@ def render(data: dict) -> str:
     lines = [
         f"## cudadoctor {data['version']} report",
         "",
-        f"**Verdict:** {data['verdict']}",
+        _("**Verdict:** {verdict}").format(verdict=data["verdict"]),
         *(
             [
                 "",
@@ -54,7 +55,7 @@ def render(data: dict) -> str:
         found = [f for f in data["findings"] if f["section"] == section]
         if not found:
             continue
-        lines += [f"### {section}", ""]
+        lines += [f"### {_(section)}", ""]
         for f in found:
             lines.append(f"- {_ICON[f['severity']]} **{f['code']}** {f['title']}")
             for table in f.get("tables") or []:
@@ -62,7 +63,7 @@ def render(data: dict) -> str:
             if f["severity"] != "ok" and f["why"]:
                 lines.append(f"  - {f['why']}")
             for rem in f["fix"]:
-                lines.append(f"  - Fix — {rem['when']}:")
+                lines.append("  - " + _("Fix — {when}:").format(when=rem["when"]))
                 lines += ["", "    ```sh", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
         lines.append("")
     lines += [

@@ -13,6 +13,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from cudadoctor.locale import _
 from cudadoctor.render.layout import display_width, table_lines, wrap
 from cudadoctor.report import Finding, Report, Severity, Status
 
@@ -32,6 +33,15 @@ def can_encode(text: str, stream: IO[str] | None = None) -> bool:
     except (UnicodeEncodeError, LookupError):
         return False
     return True
+
+
+def fit(text: str, stream: IO[str] | None = None) -> str:
+    """`text` with what the stream's encoding lacks replaced by "?" (a GBK console keeps its Chinese)."""
+    encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    try:
+        return text.encode(encoding, errors="replace").decode(encoding)
+    except LookupError:
+        return text.encode("ascii", errors="replace").decode("ascii")
 
 
 def make_console(file: IO[str] | None = None) -> Console:
@@ -60,7 +70,7 @@ class _Writer:
     def line(self, text: str, style: str | None = None, command: bool = False) -> None:
         text = self.scrub(text, command)
         if self.ascii_only and not can_encode(text, self.console.file):
-            text = text.encode("ascii", errors="replace").decode("ascii")
+            text = fit(text, self.console.file)
         self.console.print(Text(text, style=style or ""))
 
     def para(self, text: str, indent: int, style: str | None = None, hang: int = 0) -> None:
@@ -74,8 +84,8 @@ def _finding(w: _Writer, f: Finding) -> None:
     head = f"{mark} {f.code} "
     lines = wrap(w.scrub(f.title, False), w.width - 2 - display_width(head), hang=0)
     title = lines[0] if lines else ""
-    if w.ascii_only:
-        title = title.encode("ascii", errors="replace").decode("ascii")
+    if w.ascii_only and not can_encode(title, w.console.file):
+        title = fit(title, w.console.file)
     first = Text("  ")
     first.append(head, style=style)
     first.append(title)
@@ -88,11 +98,11 @@ def _finding(w: _Writer, f: Finding) -> None:
     if f.severity is Severity.OK:
         return
     if f.cause:
-        w.line(f"      Follows from {f.cause}: fix that first.", "bold")
+        w.line("      " + _("Follows from {code}: fix that first.").format(code=f.cause), "bold")
     if f.why:
         w.para(f.why, 6, "dim")
     for rem in f.fix:
-        w.para(f"Fix — {rem.when}:", 6, "bold", hang=2)
+        w.para(_("Fix — {when}:").format(when=rem.when), 6, "bold", hang=2)
         for cmd in rem.commands:
             w.line(f"          {cmd}", command=True)  # commands are never wrapped: they must paste as they are
 
@@ -106,10 +116,12 @@ def render(report: Report, console: Console, verbose: bool = False, redact: bool
     w.line(_header(report, redact), "bold")
     if report.source is not None:
         src = report.source
-        made = ", ".join(x for x in (f"host {src.host}" if src.host else "", src.created or "") if x)
+        host = _("host {host}").format(host=src.host) if src.host else ""
+        made = ", ".join(x for x in (host, src.created or "") if x)
         w.para(
-            f"Replay of {src.path}" + (f" ({made})" if made else "") + ": the rules of this cudadoctor on "
-            "facts saved then, not this machine now",
+            _("Replay of {path}").format(path=src.path)
+            + (_(" ({details})").format(details=made) if made else "")
+            + _(": the rules of this cudadoctor on facts saved then, not this machine now"),
             0,
             "bold",
         )
@@ -120,17 +132,17 @@ def render(report: Report, console: Console, verbose: bool = False, redact: bool
         if not found:
             continue
         w.line("")
-        w.line(section, "bold underline")
+        w.line(_(section), "bold underline")
         for f in found:
             _finding(w, f)
     if verbose:
         w.line("")
-        w.line("Probes", "bold underline")
+        w.line(_("Probes"), "bold underline")
         for o in report.probes:
             w.line(f"  {o.name:<12} {o.status:<8} {o.seconds:.3f} s  {o.error or ''}".rstrip())
             if o.traceback:
                 for ln in o.traceback.rstrip().splitlines():
                     w.line("      " + ln, "dim")
     w.line("")
-    tail = "Explain a code: cudadoctor explain CODE    Exit code: "
-    w.line(f"{tail}{report.exit_code}" + ("" if report.status is not Status.INCOMPLETE else " (incomplete)"), "dim")
+    tail = _("Explain a code: cudadoctor explain CODE    Exit code: {code}").format(code=report.exit_code)
+    w.line(tail + ("" if report.status is not Status.INCOMPLETE else _(" (incomplete)")), "dim")

@@ -1,0 +1,84 @@
+"""Babel extractors for the texts that are not `_()` calls (babel.cfg names them; docs/translating.md).
+
+- `catalogue`: every finding's summary and page, the usual fixes' labels, the section names and the
+  severity words, read from the rules' catalogue as it is at run time (pages are whitespace-normalised
+  there, so the source text would not match).
+- `rules`: in the rule modules, the labels of `fix("label", ...)`, the columns of `Table([...])` and the
+  literal `title=` / `why=` of `.finding(...)`; f-strings are built from facts and are left out.
+
+Used only when extracting (pybabel); nothing at run time imports this module.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import Any
+
+Extracted = Iterator[tuple[int, str | None, str, list[str]]]
+
+SEVERITIES = ("error", "warning", "info", "ok")
+
+
+def extract_catalogue(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
+    import cudadoctor.rules  # noqa: F401  (every rule module declares its entries)
+    from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
+
+    for section in SECTIONS:
+        yield 1, None, section, ["section name"]
+    for severity in SEVERITIES:
+        yield 1, None, severity, ["severity word"]
+    for e in sorted(CATALOGUE.values(), key=lambda e: e.code):
+        yield 1, None, e.summary, [f"{e.code} summary"]
+        yield 1, None, e.explanation, [f"{e.code} page"]
+        for f in e.fixes:
+            yield 1, None, f.when, [f"{e.code} fix label"]
+
+
+def _literal(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value else None
+
+
+def extract_rules(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
+    tree = ast.parse(fileobj.read().decode(options.get("encoding", "utf-8") if options else "utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name == "fix" and node.args and (text := _literal(node.args[0])):
+            yield node.lineno, None, text, ["fix label"]
+        elif name == "Table" and node.args and isinstance(node.args[0], ast.List):
+            for column in node.args[0].elts:
+                if text := _literal(column):
+                    yield node.lineno, None, text.rstrip(">"), ["table column"]
+        elif name == "finding":
+            for kw in node.keywords:
+                if kw.arg in ("title", "why") and (text := _literal(kw.value)):
+                    yield node.lineno, None, text, [kw.arg]
+
+
+def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
+    """A command module: its `_()` calls (Babel's Python extractor), and its click help texts: `help=`
+    literals, the docstrings of the command functions (cleaned, as `cli._localize_help` looks them up)
+    and the short helps of the command table (`COMMANDS`)."""
+    from babel.messages.extract import extract_python
+
+    source = fileobj.read()
+    yield from extract_python(__import__("io").BytesIO(source), keywords, comment_tags, options)
+    tree = ast.parse(source.decode("utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "help" and (text := _literal(kw.value)):
+                    yield node.lineno, None, text, ["help text"]
+        elif isinstance(node, ast.FunctionDef) and node.decorator_list:
+            decorators = ast.unparse(node.decorator_list[-1]) + ast.unparse(node.decorator_list[0])
+            if "command" in decorators or "group" in decorators:
+                doc = ast.get_docstring(node, clean=True)
+                if doc:
+                    yield node.lineno, None, doc, ["help text"]
+        elif isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "COMMANDS":
+            for value in getattr(node.value, "values", []):
+                if isinstance(value, ast.Tuple) and len(value.elts) == 2 and (text := _literal(value.elts[1])):
+                    yield value.lineno, None, text, ["command summary"]

@@ -1,0 +1,53 @@
+"""docs/zh_CN/findings.md, the findings catalogue in Simplified Chinese, generated from the rules' catalogue
+and the zh_CN translations: `python -m cudadoctor.locale.findings_doc docs/zh_CN/findings.md`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HEADER = """\
+# 检查结论目录（Findings catalogue）
+
+由 `python -m cudadoctor.locale.findings_doc docs/zh_CN/findings.md` 根据规则和 zh_CN 翻译生成；
+文件过期时会有测试失败。英文原版见 [docs/findings.md](../findings.md)，术语见 [glossary.md](glossary.md)。
+每条结论都有固定的代码和名称，脚本和 CI 可以依赖它们。`cudadoctor explain 代码` 会打印其中一页。
+这里显示的严重程度是通常的级别；少数规则会针对具体机器调高或调低，报告里显示的总是实际使用的级别。
+"""
+
+
+def render(language: str = "zh_CN") -> str:
+    from cudadoctor.locale import _, use
+    from cudadoctor.rules import CATALOGUE
+    from cudadoctor.rules.catalogue import SECTIONS
+
+    with use(language):
+        lines = [HEADER]
+        for section in SECTIONS:
+            entries = sorted((e for e in CATALOGUE.values() if e.section == section), key=lambda e: e.code)
+            if not entries:
+                continue
+            lines += [f"## {_(section)}", "", "| 代码 | 名称 | 严重程度 | 摘要 |", "|---|---|---|---|"]
+            lines += [
+                f"| [{e.code}](#{e.code.lower()}) | {e.name} | {_(e.severity.value)} | {_(e.summary)} |"
+                for e in entries
+            ]
+            lines.append("")
+            for e in entries:
+                lines += [f"### {e.code}", "", f"**{e.name}** — {_(e.severity.value)}。{_(e.summary)}", ""]
+                lines += [_(e.explanation), ""]
+                for f in e.fixes:
+                    lines += [_("Fix — {when}:").format(when=_(f.when)), "", "```", *f.commands, "```", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    text = render()
+    if len(sys.argv) > 1:
+        Path(sys.argv[1]).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
