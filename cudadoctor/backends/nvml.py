@@ -185,6 +185,8 @@ def _query_system(s: _Session, with_processes: bool) -> None:
         f.devices.append(dev)
         if s.progress is not None:
             s.progress(f)
+    if s.progress is not None and not f.devices:
+        s.progress(f)  # no GPU to report: the system facts still go out before nvmlShutdown
 
 
 def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) -> None:

@@ -1,66 +1,48 @@
 """What the probes collected: JSON-serialisable dataclasses, saved in every JSON report.
 
 A fact a probe could not learn is None: unknown, never false, zero or empty. The rules test knownness
-explicitly. One module per subject; this one holds `Facts` (one field per probe, filled by name) and
-re-exports the rest.
+explicitly. One module per subject (host, nvml, torch, libraries, measure, platform, paste, ckpt,
+watch, fleet); `Facts` (collected.py) holds one field per probe, filled by name.
+
+The names below load their module on first use, so `cudadoctor gpus`, which needs only facts.nvml,
+does not import every other subject's facts (start-up time).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from typing import Any
 
-from cudadoctor.facts.host import (
-    CudaDriverFacts,
-    PciDevice,
-    PciFacts,
-    SystemFacts,
-    ToolkitFacts,
-    ToolkitInstall,
-)
-from cudadoctor.facts.libraries import CompileFacts, LibraryFacts
-from cudadoctor.facts.measure import BandwidthFacts, SmokeFacts, SmokeStep, Transfer
-from cudadoctor.facts.nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
-from cudadoctor.facts.paste import PasteFacts
-from cudadoctor.facts.platform import PlatformFacts
-from cudadoctor.facts.torch import TorchDevice, TorchFacts
+_WHERE = {
+    "BandwidthFacts": "measure",
+    "CompileFacts": "libraries",
+    "CudaDriverFacts": "host",
+    "DriverFacts": "nvml",
+    "Facts": "collected",
+    "GpuProcess": "nvml",
+    "LibraryFacts": "libraries",
+    "MigInstance": "nvml",
+    "NvmlDevice": "nvml",
+    "PasteFacts": "paste",
+    "PciDevice": "host",
+    "PciFacts": "host",
+    "PlatformFacts": "platform",
+    "SmokeFacts": "measure",
+    "SmokeStep": "measure",
+    "SystemFacts": "host",
+    "ToolkitFacts": "host",
+    "ToolkitInstall": "host",
+    "TorchDevice": "torch",
+    "TorchFacts": "torch",
+    "Transfer": "measure",
+}
 
-__all__ = [
-    "BandwidthFacts",
-    "CompileFacts",
-    "CudaDriverFacts",
-    "DriverFacts",
-    "Facts",
-    "GpuProcess",
-    "LibraryFacts",
-    "MigInstance",
-    "NvmlDevice",
-    "PciDevice",
-    "PciFacts",
-    "PlatformFacts",
-    "SmokeFacts",
-    "SmokeStep",
-    "SystemFacts",
-    "ToolkitFacts",
-    "ToolkitInstall",
-    "TorchDevice",
-    "TorchFacts",
-    "Transfer",
-]
+__all__ = sorted(_WHERE)
 
 
-@dataclass
-class Facts:
-    """Everything one run collected, one field per probe (probes.REGISTRY names them); a probe that
-    did not run or did not finish leaves its field None."""
-
-    system: SystemFacts | None = None
-    pci: PciFacts | None = None
-    driver: DriverFacts | None = None
-    cuda_driver: CudaDriverFacts | None = None
-    toolkit: ToolkitFacts | None = None
-    torch: TorchFacts | None = None
-    bandwidth: BandwidthFacts | None = None
-    smoke: SmokeFacts | None = None
-    compile: CompileFacts | None = None  # torch.compile in the target interpreter (--full, --only compile)
-    paste: PasteFacts | None = None  # what `cudadoctor triage` read in a paste (facts/paste.py)
-    platform: PlatformFacts | None = None  # below torch: WSL, kernel module, container, Xid (facts/platform.py)
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'cudadoctor.facts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"cudadoctor.facts.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
