@@ -32,6 +32,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class Seconds(click.FloatRange):
+    """A time bound in seconds: finite ("nan" and "inf" would remove the bound), at least `min`."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        result = super().convert(value, param, ctx)
+        if not math.isfinite(result):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return result
+
+
 class UsageError(click.UsageError):
     """A usage error whose message is printed as one line."""
 

@@ -445,3 +445,41 @@ def test_a_replay_is_visibly_a_replay(tmp_path):
     doctor("check", "--skip", "torch", "--output", str(saved))
     r = doctor("check", "--from", str(saved))
     assert r.stdout.splitlines()[1].startswith("Replay of")
+
+
+def test_a_signal_kills_the_forked_nvml_child_too(fake_libs, tmp_path):
+    machine = tmp_path / "m.txt"
+    machine.write_text(H100_HEALTHY + "hang_in nvmlDeviceGetName\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FAKE_NVML_MACHINE": str(machine),
+        "LD_LIBRARY_PATH": str(fake_libs[0]),
+    }
+    p = subprocess.Popen(
+        [PY, "-m", "cudadoctor", "gpus", "--timeout", "60"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(2.5)
+    kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    assert kids, "the NVML child was not running"
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == 130 and "Traceback" not in err
+    time.sleep(0.5)
+    for pid in kids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_input_to_a_child_that_never_reads_it_is_inside_the_bound():
+    from cudadoctor.backends.child import run_child
+
+    start = time.monotonic()
+    res = run_child(["sleep", "8"], timeout=1, stdin="x" * 300_000)
+    assert time.monotonic() - start < 5 and res.timed_out
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_time_bounds_must_be_finite(value):
+    for args in (["gpus", "--timeout", value], ["gpus", "--watch", value], ["check", "--timeout", value]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 2 and "finite" in r.output

@@ -22,6 +22,7 @@ from typing import Any
 
 _LIVE: set[subprocess.Popen] = set()
 _LIVE_LOCK = threading.Lock()
+_FORKED: set[int] = set()  # children made with os.fork (the NVML query): killed the same way
 
 MAX_STDOUT = 16 << 20  # a child's JSON facts are KBs; anything near this is a flood
 MAX_STDERR = 64 << 10  # only the tail of stderr is kept (for the error line)
@@ -31,6 +32,19 @@ def kill_all() -> None:
     """Kill every child still running. Safe from a signal handler: it takes no lock."""
     for proc in list(_LIVE):
         _kill_tree(proc)
+    for pid in list(_FORKED):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def remember_pid(pid: int) -> None:
+    _FORKED.add(pid)
+
+
+def forget_pid(pid: int) -> None:
+    _FORKED.discard(pid)
 
 
 atexit.register(kill_all)
@@ -142,11 +156,8 @@ def run_child(
         out.start()
         err.start()
         if stdin is not None and proc.stdin is not None:
-            try:
-                proc.stdin.write(stdin.encode())
-                proc.stdin.close()
-            except (BrokenPipeError, OSError):
-                pass
+            # written from a thread: a child that never reads its input must not stop the clock
+            threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True).start()
         timed_out = False
         try:
             proc.wait(timeout=timeout)
@@ -173,6 +184,14 @@ def run_child(
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)
+
+
+def _feed(pipe: Any, data: bytes) -> None:
+    try:
+        pipe.write(data)
+        pipe.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:

@@ -104,7 +104,8 @@ def _result(lines: list[str], ended: str | None) -> DriverFacts:
     where = f" in {call}" if call else ""
     failure = f"{ended or 'stopped'}{where}"
     if facts is None:  # nothing was read: NVML itself could not start
-        status = "TIMEOUT" if failure.startswith("hung") else "CRASHED"  # TIMEOUT: NVML's own name for it
+        # not NVML's own TIMEOUT: that is an answer from the driver, this is a child that never answered
+        status = "HUNG" if failure.startswith("hung") else "CRASHED"
         return DriverFacts(
             binding=None, library_loaded=True, init_status=status, init_message=failure, query_failure=failure
         )
@@ -124,11 +125,15 @@ def _signal_name(status: int) -> str:
 def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
     import pynvml  # noqa: F401  (the Python module only: the library loads in the child, at nvmlInit)
 
+    from cudadoctor.backends.child import forget_pid, remember_pid
+
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: query, report, and leave without running the parent's exit handlers
         code = 0
         try:
+            for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the parent's handlers are not the child's
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
             os.close(r)
 
             def write(line: str) -> None:
@@ -139,6 +144,7 @@ def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverF
             code = 1
         finally:
             os._exit(code)
+    remember_pid(pid)  # a signal that ends the doctor kills this child too
     os.close(w)
     buf = b""
     ended = None
@@ -171,6 +177,7 @@ def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverF
             except OSError:
                 pass
         _, status = os.waitpid(pid, 0)
+        forget_pid(pid)
     if ended is None and status != 0:
         ended = _signal_name(status)
     return _result(buf.decode(errors="replace").splitlines(), ended)

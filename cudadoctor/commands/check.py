@@ -13,7 +13,7 @@ import click
 
 from cudadoctor import locale as i18n
 from cudadoctor import probes
-from cudadoctor.cli import echo, fail, names_option, run_command, size_option
+from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.report import ProbeOutcome, Severity, Source
 
@@ -280,9 +280,7 @@ def _options(fn: Any) -> Any:
                 "--output", "-o", type=str, metavar="FILE", help="Also write the JSON report to FILE (any --format)."
             ),
             click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output."),
-            click.option(
-                "--timeout", type=click.FloatRange(min=0.5), metavar="SECONDS", help="One time bound for every probe."
-            ),
+            click.option("--timeout", type=Seconds(min=0.5), metavar="SECONDS", help="One time bound for every probe."),
             click.option(
                 "--python",
                 "python",

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cudadoctor.cli import echo, fail, run_command
+from cudadoctor.cli import Seconds, echo, fail, run_command
 
 FORMATS = ("text", "json", "markdown")
 CHILD_FORMATS = ("torch-zip", "torch-legacy")  # a test load and the devices usable here need torch
@@ -35,9 +35,7 @@ def _common(fn: Any) -> Any:
             click.option("--python", type=str, metavar="PATH", help="The interpreter whose torch reads the file."),
             click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
             click.option("--redact", is_flag=True, help="Replace host and user names in the output."),
-            click.option(
-                "--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Time bound for the torch child."
-            ),
+            click.option("--timeout", type=Seconds(min=1), metavar="SECONDS", help="Time bound for the torch child."),
             click.option(
                 "--trust",
                 is_flag=True,

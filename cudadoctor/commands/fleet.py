@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cudadoctor import probes
-from cudadoctor.cli import echo, fail, names_option, run_command, size_option
+from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
 from cudadoctor.report import EXIT_OK, ProbeOutcome, Severity
 
 if TYPE_CHECKING:
@@ -253,18 +253,14 @@ def _float_option(ctx: click.Context, param: click.Parameter, value: str | None)
 @click.option("--junit", type=str, metavar="FILE", help="Also write JUnit XML, one testcase per node, to FILE.")
 @click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output.")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), help="Lowest severity that fails (default error).")
-@click.option(
-    "--timeout", type=click.FloatRange(min=0.5), metavar="SECONDS", help="Bound on each collective (default 60)."
-)
+@click.option("--timeout", type=Seconds(min=0.5), metavar="SECONDS", help="Bound on each collective (default 60).")
 @click.option(
     "--join-timeout",
-    type=click.FloatRange(min=0.5),
+    type=Seconds(min=0.5),
     metavar="SECONDS",
     help="How long rank 0 waits for every rank to arrive (default 120).",
 )
-@click.option(
-    "--check-timeout", type=click.FloatRange(min=0.5), metavar="SECONDS", help="One bound for each node-check probe."
-)
+@click.option("--check-timeout", type=Seconds(min=0.5), metavar="SECONDS", help="One bound for each node-check probe.")
 @click.option("--skip", type=str, metavar="PROBES", help="Node-check probes to skip (comma-separated).")
 @click.option(
     "--max-size",

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from cudadoctor import __version__
-from cudadoctor.cli import echo, fail, run_command, size_option
+from cudadoctor.cli import Seconds, echo, fail, run_command, size_option
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
 from cudadoctor.facts.nvml import DriverFacts, NvmlDevice
@@ -70,10 +70,10 @@ def _now() -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output, every field.")
 @click.option("--wide", is_flag=True, help="Every column, whole names and UUIDs, whatever the width.")
 @click.option("--redact", is_flag=True, help="Replace UUIDs and user names (to paste the output somewhere).")
-@click.option("--watch", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Refresh until Ctrl-C.")
+@click.option("--watch", type=Seconds(min=0.1), metavar="SECONDS", help="Refresh until Ctrl-C.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0.5),
+    type=Seconds(min=0.5),
     default=NVML_TIMEOUT,
     metavar="SECONDS",
     help="Bound on the NVML query.",
@@ -127,7 +127,7 @@ def _visibility(driver: DriverFacts) -> Visibility:
 
 def _problem(driver: DriverFacts) -> tuple[str, int] | None:
     """A line for stderr and the exit code when the table cannot be trusted whole."""
-    if driver.init_status in ("CRASHED", "TIMEOUT"):
+    if driver.init_status in ("CRASHED", "HUNG"):
         return f"cudadoctor: NVML {driver.init_message}: the driver library itself failed (run `cudadoctor check`)", 3
     if driver.init_status != "ok":
         from cudadoctor.locale import _

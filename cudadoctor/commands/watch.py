@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import click
 
-from cudadoctor.cli import echo, fail, run_command
+from cudadoctor.cli import Seconds, echo, fail, run_command
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent (the terminal's Ctrl-C, Ctrl-\, hang-up)
@@ -36,7 +36,7 @@ JSON_SCHEMA = 1
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.05, max=3600),
+    type=Seconds(min=0.05, max=3600),
     default=1.0,
     show_default=True,
     metavar="S",

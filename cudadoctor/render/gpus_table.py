@@ -13,6 +13,7 @@ from cudadoctor.facts.nvml import NvmlDevice
 from cudadoctor.knowledge.secrets import mask_secrets
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.knowledge.visibility import Visibility
+from cudadoctor.render.layout import cut, display_width, pad
 
 GiB = 1 << 30
 
@@ -49,7 +50,7 @@ def _short_name(name: str) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    return cut(text, max(1, width))
 
 
 # (header, priority: higher stays longer, right-aligned)
@@ -108,7 +109,7 @@ def render(
     def widths(cols: list[tuple[str, int, bool]], name_cap: int | None) -> list[int]:
         out = []
         for h, _, _ in cols:
-            w = max([len(h)] + [len(r.get(h, "")) for r in rows])
+            w = max([display_width(h)] + [display_width(r.get(h, "")) for r in rows])
             out.append(min(w, name_cap) if h == "NAME" and name_cap else w)
         return out
 
@@ -126,16 +127,12 @@ def render(
     ws = widths(columns, name_cap)
     shown = "unset" if vis.raw is None else repr(vis.raw)
     lines = [f"Driver {driver or 'N/A'}  CUDA {cuda or 'N/A'}  CUDA_VISIBLE_DEVICES={shown}  order {vis.order}"]
-    lines.append(
-        "  ".join(h.rjust(w) if right else h.ljust(w) for (h, _, right), w in zip(columns, ws, strict=True)).rstrip()
-    )
+    lines.append("  ".join(pad(h, w, right) for (h, _, right), w in zip(columns, ws, strict=True)).rstrip())
     indent = "    "
     for d, row in zip(devices, rows, strict=True):
         cells = [_cut(row.get(h, ""), w) for (h, _, _), w in zip(columns, ws, strict=True)]
         lines.append(
-            "  ".join(
-                c.rjust(w) if right else c.ljust(w) for c, (_, _, right), w in zip(cells, columns, ws, strict=True)
-            ).rstrip()
+            "  ".join(pad(c, w, right) for c, (_, _, right), w in zip(cells, columns, ws, strict=True)).rstrip()
         )
         for inst in d.mig_instances:
             text = (

@@ -281,7 +281,7 @@ def evaluate(f: Facts) -> list[Finding]:
         ]
     if d.init_status in ("GPU_IS_LOST", "RESET_REQUIRED"):
         return [GPU_LOST.finding(fix=_gpu_lost_fix(None))]
-    if d.init_status in ("CRASHED", "TIMEOUT"):
+    if d.init_status in ("CRASHED", "HUNG"):
         return [
             NVML_ERROR.finding(
                 title=f"NVML {d.init_message or 'crashed'}: the driver library itself failed",
