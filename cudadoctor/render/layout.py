@@ -37,14 +37,31 @@ def pad(text: str, width: int, right: bool = False) -> str:
     return fill + text if right else text + fill
 
 
+def _split_long(words: list[str], width: int) -> list[str]:
+    """A word wider than a whole line (a long path or URL in prose) is cut into line-sized pieces, so
+    the text keeps to its width. Commands are never wrapped at all (the renderers print them whole)."""
+    out: list[str] = []
+    for word in words:
+        while display_width(word) > width:
+            piece, used = "", 0
+            for ch in word:
+                if used + char_width(ch) > width:
+                    break
+                piece += ch
+                used += char_width(ch)
+            out.append(piece)
+            word = word[len(piece) :]
+        out.append(word)
+    return out
+
+
 def wrap(text: str, width: int, hang: int = 0) -> list[str]:
-    """Words into lines of at most `width` columns; lines after the first are indented by `hang`.
-    A word longer than a line (a path, a URL) stays whole on its own line rather than being split."""
+    """Words into lines of at most `width` columns; lines after the first are indented by `hang`."""
     width = max(20, width)
     lines: list[str] = []
     for para in text.split("\n"):
         line, used = "", 0
-        for word in _words(para):
+        for word in _split_long(_words(para), width - hang):
             w = display_width(word)
             limit = width - (hang if lines else 0)
             if line and used + w > limit:
