@@ -57,17 +57,6 @@ AARCH64: dict[str, str] = {
     "cu132": "8.0 9.0 10.0 11.0 12.0+PTX",
 }
 
-PYPI_DEFAULT_LINUX: dict[str, str] = {
-    "2.7": "cu126",
-    "2.8": "cu128",
-    "2.9": "cu128",
-    "2.10": "cu128",
-    "2.11": "cu130",
-    "2.12": "cu130",
-    "2.13": "cu130",
-    "2.14": "cu130",
-    "2.15": "cu132",
-}
 
 
 @dataclass(frozen=True)
