@@ -186,3 +186,17 @@ def test_junit_and_github_annotations(run_cli, tmp_path):
 def test_unwritable_junit(run_cli, tmp_path):
     r = run_cli("check", "--skip", "torch", "--junit", str(tmp_path / "nope" / "x.xml"), machine=H100_FAKE)
     assert r.code == EXIT_USAGE and "cannot write --junit" in r.stderr
+
+
+def test_fleet_expected_figures_from_config(tmp_path):
+    from cudadoctor.commands.config import ConfigError, find_config, fleet_limits
+
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.cudadoctor]\nrequire-gpus = 8\n[tool.cudadoctor.fleet]\nmin-tflops = 600\nmin-busbw = 350.5\n"
+    )
+    found = find_config(str(tmp_path))
+    assert fleet_limits(found) == {"min_tflops": 600.0, "min_busbw": 350.5}
+    assert from_mapping(*found).require_gpus == 8  # the gate's keys are read as before
+    (tmp_path / "pyproject.toml").write_text("[tool.cudadoctor.fleet]\nmin-tflops = 'fast'\n")
+    with pytest.raises(ConfigError, match="fleet.min-tflops"):
+        fleet_limits(find_config(str(tmp_path)))

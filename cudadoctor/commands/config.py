@@ -17,7 +17,17 @@ class ConfigError(ValueError):
     pass
 
 
-__all__ = ["KEYS", "ConfigError", "Requirements", "find_config", "from_mapping", "load_file", "merge"]
+__all__ = [
+    "FLEET_KEYS",
+    "KEYS",
+    "ConfigError",
+    "Requirements",
+    "find_config",
+    "fleet_limits",
+    "from_mapping",
+    "load_file",
+    "merge",
+]
 
 
 def _cc(value: str) -> str:
@@ -150,11 +160,44 @@ def load_file(path: str) -> tuple[str, dict[str, Any]]:
     return path, data
 
 
+# [fleet] (in cudadoctor.toml) or [tool.cudadoctor.fleet]: the expected figures `cudadoctor fleet` judges
+# against, overriding knowledge/gpu_perf.py; its options override these.
+FLEET_KEYS = {
+    "min-tflops": "min_tflops",
+    "min-memory-gbps": "min_memory_gbps",
+    "min-h2d-gbps": "min_h2d_gbps",
+    "min-busbw": "min_busbw",
+}
+
+
+def fleet_limits(found: tuple[str, dict[str, Any]] | None) -> dict[str, float]:
+    """The [fleet] table of a config (find_config's result), checked: {"min_tflops": 600.0, …}."""
+    if not found:
+        return {}
+    source, data = found
+    table = data.get("fleet") if isinstance(data, dict) else None
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: fleet: expected a table")
+    out = {}
+    for key, value in table.items():
+        if key not in FLEET_KEYS:
+            raise ConfigError(f"{source}: fleet: unknown key {key!r} (known: {', '.join(FLEET_KEYS)})")
+        try:
+            out[FLEET_KEYS[key]] = _gbps(value)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: fleet.{key}: {exc}") from None
+    return out
+
+
 def from_mapping(source: str, data: dict[str, Any]) -> Requirements:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a table of settings")
     req = Requirements()
     for key, value in data.items():
+        if key == "fleet":
+            continue  # fleet's expected figures: fleet_limits
         if key not in KEYS:
             raise ConfigError(f"{source}: unknown key {key!r} (known: {', '.join(KEYS)})")
         name, parse = KEYS[key]

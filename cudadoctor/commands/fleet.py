@@ -159,6 +159,7 @@ def run_fleet(**o: Any) -> int:
             payload, check_bound = _node_check(skip, QUICK["check"] if o["quick"] else o["check_timeout"])
         except Exception as exc:  # the node is still part of the fleet; rank 0 says its check failed
             payload = json.dumps({"node_check_error": f"{type(exc).__name__}: {exc}"})
+    _config_limits(o)
     cfg, bound = child_config(o, lau.nodes or 1, check_bound)
     run = backend.run(cfg, payload, bound, os.environ, lau)
     if lau.rank != 0:
@@ -189,6 +190,19 @@ def run_fleet(**o: Any) -> int:
         sys.stdout.flush()
         backend.publish_verdict(rep.exit_code, os.environ)
     return rep.exit_code
+
+
+def _config_limits(o: dict[str, Any]) -> None:
+    """Expected figures from the config's [fleet] table, where no option gave them."""
+    from cudadoctor.commands.config import ConfigError, find_config, fleet_limits
+
+    try:
+        limits = fleet_limits(find_config())
+    except ConfigError as exc:
+        fail(str(exc))
+    for key, value in limits.items():
+        if o.get(key) is None:
+            o[key] = value
 
 
 def report(ff: FleetFacts, run_error: str | None, timed_out: bool, o: dict[str, Any]) -> Report:
