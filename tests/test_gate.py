@@ -198,5 +198,5 @@ def test_fleet_expected_figures_from_config(tmp_path):
     assert fleet_limits(found) == {"min_tflops": 600.0, "min_busbw": 350.5}
     assert from_mapping(*found).require_gpus == 8  # the gate's keys are read as before
     (tmp_path / "pyproject.toml").write_text("[tool.cudadoctor.fleet]\nmin-tflops = 'fast'\n")
-    with pytest.raises(ConfigError, match="fleet.min-tflops"):
+    with pytest.raises(ConfigError, match=r"fleet\.min-tflops"):
         fleet_limits(find_config(str(tmp_path)))
