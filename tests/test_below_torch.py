@@ -869,3 +869,212 @@ def test_every_cause_points_at_a_finding_that_is_there(facts):
     findings = evaluate(facts, [])
     present = set(codes(findings))
     assert all(f.cause in present for f in findings if f.cause), [(f.code, f.cause) for f in findings]
+
+
+# ---------------------------------------------------------------- review fixes (regressions)
+
+
+def wsl2_facts(os_id: str = "ubuntu", system_wsl: bool | None = True, **wsl) -> Facts:
+    """WSL2 with NVML failing: the PCI bus inside WSL lists no GPU (the Windows driver owns it)."""
+    return Facts(
+        system=linux(os_id=os_id, wsl=system_wsl),
+        pci=PciFacts(scanned=True, nvidia_gpus=[]),
+        driver=DriverFacts(binding="x", library_loaded=True, init_status="DRIVER_NOT_LOADED"),
+        platform=PlatformFacts(wsl=WslFacts(version=2, **wsl)),
+    )
+
+
+def test_wsl2_pci_scan_without_a_gpu_is_not_no_gpu():
+    from cudadoctor.rules.driver import gpu_presence
+    from tests.facts_fixtures import torch_cpu
+
+    facts = wsl2_facts(system_wsl=None, linux_driver_packages=["nvidia-driver-550"])
+    facts.torch = torch_cpu()
+    assert gpu_presence(facts) is None
+    findings = evaluate(facts, [])
+    assert {"CD102", "CD113"} <= set(codes(findings))
+    assert not any("no NVIDIA GPU" in f.title for f in findings), [f.title for f in findings]
+
+
+def test_wsl2_from_platform_facts_alone_without_the_driver_library_is_not_cd108():
+    facts = wsl2_facts(system_wsl=None, lib_dir=False)
+    facts.driver = DriverFacts(binding="x", library_loaded=False, init_status="LIBRARY_NOT_FOUND")
+    findings = evaluate(facts, [])
+    assert "CD108" not in codes(findings)
+    f = by_code(findings, "CD101")
+    assert "WSL2" in f.title and "wsl --shutdown" in commands([f])
+
+
+def test_shadowing_copy_with_an_unknown_driver_is_no_worse_than_with_a_working_one():
+    libs = ["/usr/lib/x86_64-linux-gnu/libcuda.so.1"]
+
+    def severity(driver):
+        facts = wsl2_facts(shadowing_libs=libs)
+        facts.driver = driver
+        return by_code(evaluate(facts, []), "CD114").severity
+
+    working = DriverFacts(binding="x", library_loaded=True, init_status="ok", driver_version="560.94", device_count=0)
+    assert severity(working) is Severity.WARNING
+    assert severity(None) is Severity.WARNING  # unknown is not broken
+    assert severity(DriverFacts(binding="x", library_loaded=True, init_status="DRIVER_NOT_LOADED")) is Severity.ERROR
+
+
+def test_fedora_under_wsl_gets_dnf_and_rpm_never_apt_or_dpkg():
+    facts = wsl2_facts(
+        os_id="fedora",
+        linux_driver_packages=["cuda-drivers"],
+        shadowing_libs=["/usr/lib64/libcuda.so.1"],
+    )
+    cmds = commands(evaluate(facts, []))
+    assert "sudo dnf remove cuda-drivers" in cmds and "sudo dnf autoremove" in cmds
+    assert "rpm -qf /usr/lib64/libcuda.so.1" in cmds and "sudo dnf install cuda-toolkit" in cmds
+    assert not any(c.startswith(("sudo apt", "dpkg")) for c in cmds), cmds
+    # no package database read (not dpkg), only the module file: ask rpm who owns it
+    module = "/lib/modules/5.15.153.1-microsoft-standard-WSL2/extra/nvidia.ko"
+    facts = wsl2_facts(os_id="fedora", linux_module_files=[module])
+    cmds = commands([by_code(evaluate(facts, []), "CD113")])
+    assert f"rpm -qf {module}" in cmds and "sudo nvidia-uninstall" in cmds
+    # no Windows driver libraries either: the generic WSL advice removes with dnf, too
+    facts = wsl2_facts(os_id="fedora", lib_dir=False)
+    facts.driver = DriverFacts(binding="x", library_loaded=False, init_status="LIBRARY_NOT_FOUND")
+    cmds = commands([by_code(evaluate(facts, []), "CD101")])
+    assert any(c.startswith("sudo dnf remove 'nvidia-driver*'") for c in cmds)
+    assert not any(c.startswith(("sudo apt", "dpkg")) for c in cmds), cmds
+
+
+def test_a_run_installer_inside_wsl_gets_its_real_uninstall_command():
+    module = "/lib/modules/5.15.153.1-microsoft-standard-WSL2/kernel/drivers/video/nvidia.ko"
+    facts = wsl2_facts(linux_driver_packages=[], linux_module_files=[module])
+    f = by_code(evaluate(facts, []), "CD113")
+    removal = f.fix[0]
+    assert removal.commands[0] == "sudo nvidia-uninstall" and ".run" in removal.when
+    assert not any(c.lstrip().startswith("#") for c in commands([f]))
+
+
+def nodes_facts(cuda: CudaDriverFacts) -> Facts:
+    from cudadoctor.facts.platform import DeviceNode
+
+    facts = healthy([gpu(0, "NVIDIA H100 80GB HBM3", "9.0")])
+    facts.cuda_driver = cuda
+    facts.platform = PlatformFacts(
+        module=KernelModuleFacts(
+            kernel=KERNEL,
+            loaded=True,
+            device_nodes=[
+                DeviceNode("/dev/nvidiactl", True, True),
+                DeviceNode("/dev/nvidia0", True, True),
+                DeviceNode("/dev/nvidia-uvm", False),
+            ],
+        )
+    )
+    return facts
+
+
+def test_missing_uvm_node_while_cuinit_timed_out_is_not_an_error():
+    timed_out = nodes_facts(CudaDriverFacts(library_found=True, timed_out=True))
+    assert "CD127" not in codes(evaluate(timed_out, []))
+    failed = nodes_facts(CudaDriverFacts(library_found=True, init_result=999))
+    assert "/dev/nvidia-uvm missing" in by_code(evaluate(failed, []), "CD127").title
+
+
+def fabric_facts(state: str | None, version: str | None, driver: DriverFacts | None) -> Facts:
+    facts = Facts(system=linux(), driver=driver)
+    module = KernelModuleFacts(kernel=KERNEL, loaded=True, nvswitch_count=4)
+    module.fabric_manager, module.fabric_manager_version = state, version
+    facts.platform = PlatformFacts(module=module)
+    return facts
+
+
+def test_fabric_manager_with_an_unknown_state_or_driver_never_prints_none():
+    ok_driver = healthy([gpu(0, "NVIDIA H100 80GB HBM3", "9.0")], driver="550.54.14").driver
+    f = by_code(evaluate(fabric_facts(None, "550.54.15", ok_driver), []), "CD143")
+    assert "None" not in f.title and "fabric manager 550.54.15 vs driver 550.54.14" in f.title
+    assert "sudo apt install nvidia-fabricmanager-550=550.54.14-1" in commands([f])
+    f = by_code(evaluate(fabric_facts("inactive", None, None), []), "CD143")
+    assert "nvidia-fabricmanager is inactive" in f.title
+    install = f.fix[0].commands[0]
+    assert "None" not in install and "BRANCH" not in install and "=" not in install.split("nvidia-fabricmanager")[1]
+    assert install.startswith("sudo apt install nvidia-fabricmanager-")
+
+
+def test_nvml_error_without_a_message_names_only_the_error():
+    facts = Facts(system=linux(), driver=DriverFacts(binding="x", library_loaded=True, init_status="UNKNOWN"))
+    assert by_code(evaluate(facts, []), "CD107").title == "NVML failed to initialise: UNKNOWN"
+    facts.driver.init_message = "Unknown Error"
+    assert by_code(evaluate(facts, []), "CD107").title == "NVML failed to initialise: UNKNOWN (Unknown Error)"
+
+
+def comment_commands(findings) -> list[str]:
+    return [c for c in commands(findings) if c.lstrip().startswith("#") or " # " in c]
+
+
+def test_every_fix_below_torch_is_a_command_to_paste_not_a_comment():
+    from cudadoctor.facts import SystemFacts
+
+    page = "https://www.nvidia.com/Download/index.aspx"
+    windows = Facts(
+        system=SystemFacts(os="Windows"),
+        driver=DriverFacts(binding="x", library_loaded=False, init_status="LIBRARY_NOT_FOUND"),
+    )
+    f = by_code(evaluate(windows, []), "CD101")
+    assert f.fix[0].commands == [f"start {page}"]
+    gentoo = Facts(
+        system=linux(os_id="gentoo"),
+        pci=PciFacts(scanned=True, nvidia_gpus=[PciDevice(address="0000:01:00.0")]),
+        driver=DriverFacts(binding="x", library_loaded=False, init_status="LIBRARY_NOT_FOUND"),
+    )
+    assert f"xdg-open {page}" in commands(evaluate(gentoo, []))
+    blocked = wsl2_facts()
+    blocked.driver.init_status = "OPERATING_SYSTEM"
+    assert f"start {page}" in commands([by_code(evaluate(blocked, []), "CD115")])
+    old = healthy([gpu(0, "NVIDIA A100-SXM4-80GB", "8.0")])
+    old.driver.missing_functions = ["nvmlDeviceGetComputeRunningProcesses_v3"]
+    assert by_code(evaluate(old, []), "CD106").fix[0].commands == ["sudo ubuntu-drivers install", "sudo reboot"]
+    nouveau = not_loaded_facts(PlatformFacts(module=KernelModuleFacts(kernel=KERNEL, loaded=False)), os_id="gentoo")
+    nouveau.pci.nvidia_gpus[0].kernel_driver = "nouveau"
+    f = by_code(evaluate(nouveau, []), "CD118")
+    assert any("sudo dracut --force" in c and c.startswith("if command -v") for c in commands([f]))
+    p2p = multi([[True, False], [False, True]], [PeerTransfer(0, 1, 9.0), PeerTransfer(1, 0, 9.0)])
+    acs = next(x for x in by_code(evaluate(p2p, []), "CD161").fix if "ACS off" in x.when)
+    assert acs.commands == ["sudo setpci -s BUS:DEV.FN ECAP_ACS+0x6.w=0000"]
+    sick_gpu = healthy([sick(ecc_uncorrected_volatile=2, retired_pages_pending=True, remapped_rows_pending=True)])
+    health = [x for x in evaluate(sick_gpu, []) if x.code in ("CD150", "CD151", "CD152")]
+    assert len(health) == 3
+    for x in health:
+        assert any(fx.when.startswith("Or reboot") and fx.commands == ["sudo reboot"] for fx in x.fix), x.code
+    for facts in (
+        windows,
+        gentoo,
+        blocked,
+        old,
+        nouveau,
+        p2p,
+        sick_gpu,
+        wsl2_facts(linux_module_files=["/x/nvidia.ko"]),
+    ):
+        assert not comment_commands(evaluate(facts, [])), comment_commands(evaluate(facts, []))
+
+
+def test_unknown_retired_counts_are_unknown_not_zero():
+    facts = healthy([sick(retired_pages_pending=True, retired_pages_dbe=1)])
+    f = by_code(evaluate(facts, []), "CD151")
+    assert f.tables[0].rows == [["0", "unknown", "1"]]
+
+
+def test_unknown_pid_namespace_is_not_claimed():
+    def why(own_pid_namespace):
+        facts = healthy([gpu(0, "NVIDIA A100-SXM4-80GB", "8.0", used_gib=30)], in_container=True)
+        facts.platform = PlatformFacts(container=ContainerFacts(runtime="docker", own_pid_namespace=own_pid_namespace))
+        return by_code(evaluate(facts, []), "CD147").why
+
+    assert "This is a container with its own PID namespace" in why(True)
+    unknown = why(None)
+    assert "This is a container with its own PID namespace" not in unknown and "not known" in unknown
+
+
+def test_lifetime_only_ecc_count_does_not_recommend_a_reset():
+    lifetime = by_code(evaluate(healthy([sick(ecc_uncorrected_volatile=0, ecc_uncorrected_aggregate=5)]), []), "CD150")
+    assert lifetime.severity is Severity.WARNING
+    assert not any("--gpu-reset" in c or c == "sudo reboot" for c in commands([lifetime]))
+    now = by_code(evaluate(healthy([sick(ecc_uncorrected_volatile=2, ecc_uncorrected_aggregate=5)]), []), "CD150")
+    assert "sudo nvidia-smi --gpu-reset -i 0" in commands([now]) and "sudo reboot" in commands([now])

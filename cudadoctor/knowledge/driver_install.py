@@ -38,4 +38,5 @@ def install_commands(os_id: str | None) -> tuple[str, list[str]]:
     family = _FAMILY.get(os_id or "", os_id or "")
     if family in INSTALL_COMMANDS:
         return family.capitalize() if family != "rhel" else "RHEL and derivatives", INSTALL_COMMANDS[family]
-    return "Any Linux", [f"# download the driver for your GPU: {SOURCES['generic']}"]
+    # no packaged driver known for this distribution: open NVIDIA's download page for this GPU
+    return "Any Linux", [f"xdg-open {SOURCES['generic']}"]

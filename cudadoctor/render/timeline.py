@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from cudadoctor.facts.watch import MAIN, WORKER, Sample, Timeline
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity
+from cudadoctor.report import Finding, Severity, plural
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 ASCII = " .:-=+*#%@"
@@ -187,7 +187,7 @@ def summary(tl: Timeline, findings: list[Finding], encoding: str | None) -> str:
     lines += timeline_lines(tl, unicode)
     if findings:
         counts = [
-            f"{n} {word}{'s' if n != 1 else ''}"
+            f"{plural(n, word)}"
             for word, sev in (("warning", Severity.WARNING), ("note", Severity.INFO))
             if (n := sum(1 for f in findings if f.severity is sev))
         ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import ContainerFacts
-from cudadoctor.report import Finding, Severity, Table
+from cudadoctor.report import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 VISIBLE_DEVICES = entry(
@@ -163,10 +163,13 @@ def _hidden_processes(f: Facts) -> list[Finding]:
         return []
     c = container(f)
     if c is not None and c.own_pid_namespace is not False:
-        why = (
-            f"{HIDDEN_PROCESSES.explanation} This is a container with its own PID namespace, so the "
-            "processes using these GPUs run elsewhere (another container or the host) — not 'no processes'."
+        where = (
+            "This is a container with its own PID namespace, so the processes using these GPUs run elsewhere"
+            if c.own_pid_namespace
+            else "This is a container; if it has its own PID namespace (not known here), the processes using "
+            "these GPUs run elsewhere"
         )
+        why = f"{HIDDEN_PROCESSES.explanation} {where} (another container or the host) — not 'no processes'."
         fixes = [
             fix("On the host: see who holds the memory", "nvidia-smi", "sudo fuser -v /dev/nvidia*"),
             fix("Or run this container in the host's PID namespace", "docker run --pid=host --gpus all ..."),
@@ -179,7 +182,7 @@ def _hidden_processes(f: Facts) -> list[Finding]:
         fixes = [fix("List every process that has the GPU open (needs root)", "sudo fuser -v /dev/nvidia*")]
     return [
         HIDDEN_PROCESSES.finding(
-            title=f"GPU memory in use with no process listed on {len(rows)} GPU{'s' if len(rows) != 1 else ''}",
+            title=f"GPU memory in use with no process listed on {plural(len(rows), 'GPU')}",
             why=why,
             fix=fixes,
             tables=[Table(["GPU", "Name", "Used"], rows)],

@@ -6,7 +6,7 @@ from cudadoctor.facts import Facts
 from cudadoctor.knowledge import cuda_errors as errors
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity
+from cudadoctor.report import Finding, Fix, Severity, plural
 from cudadoctor.rules import containers, health, kernel_module, wsl
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.driver import CONTAINER_FIX
@@ -132,7 +132,7 @@ def evaluate(f: Facts) -> list[Finding]:
         return [
             LIBCUDA_OK.finding(
                 title=f"libcuda {cuda_int_to_str(c.driver_version) or ''} at {c.library_path}: cuInit ok, "
-                f"{c.device_count} device{'s' if c.device_count != 1 else ''}",
+                f"{plural(c.device_count, 'device')}",
             )
         ]
     name, meaning = CU_INIT_ERRORS.get(c.init_result, (c.init_error_name or f"CUresult {c.init_result}", ""))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from cudadoctor.facts import DriverFacts, Facts, SystemFacts
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
-from cudadoctor.knowledge.driver_install import install_commands
+from cudadoctor.knowledge.driver_install import SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity
+from cudadoctor.report import Finding, Fix, Severity, plural
 from cudadoctor.rules import containers, kernel_module, wsl
 from cudadoctor.rules.catalogue import CATALOGUE, entry, fix
 
@@ -121,7 +121,6 @@ BINDING_MISSING = entry(
     driver and GPU facts are unknown.""",
 )
 
-_LINUX_DOC = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 CONTAINER_FIX = [
     fix(
         "Docker: pass the GPUs in (needs the NVIDIA Container Toolkit on the host)",
@@ -138,7 +137,7 @@ CONTAINER_FIX = [
 WSL_FIX = [
     fix(
         "Install the NVIDIA driver on Windows (not inside WSL), then restart WSL from Windows",
-        "# https://www.nvidia.com/Download/index.aspx  (Windows driver, GeForce/RTX/Data Center)",
+        f"start {SOURCES['generic']}",
         "wsl --shutdown",
     ),
     fix(
@@ -146,6 +145,28 @@ WSL_FIX = [
         "sudo apt-get remove --purge '^nvidia-driver-.*' '^libnvidia-.*'",
     ),
 ]
+
+
+# Linux driver packages inside WSL, by the distribution's package manager (WSL_FIX, for a paste without
+# facts, assumes apt)
+_WSL_REMOVE = {
+    "dnf": "sudo dnf remove 'nvidia-driver*' 'akmod-nvidia*' 'kmod-nvidia*' 'xorg-x11-drv-nvidia*' 'cuda-drivers*'",
+    "zypper": "rpm -qa | grep -i nvidia",
+    "pacman": "pacman -Qs nvidia",
+}
+
+
+def _wsl_fix(f: Facts) -> list[Fix]:
+    tool = wsl.package_tool(f)
+    if tool not in _WSL_REMOVE:
+        return WSL_FIX
+    if tool == "dnf":
+        remove = fix("Never install a Linux NVIDIA driver inside WSL; remove one if present", _WSL_REMOVE[tool])
+    else:
+        remove = fix(
+            "Never install a Linux NVIDIA driver inside WSL; list any installed, then remove them", _WSL_REMOVE[tool]
+        )
+    return [WSL_FIX[0], remove]
 
 
 def jetson(f: Facts) -> str | None:
@@ -163,6 +184,8 @@ def gpu_presence(f: Facts) -> bool | None:
     if d is not None and d.init_status == "ok" and d.device_count is not None:
         if d.device_count > 0:
             return True
+    if wsl.in_wsl(f):
+        return None  # WSL2's PCI bus never lists the GPU: the Windows driver owns it
     if pci is not None and pci.scanned:
         return bool(pci.nvidia_gpus)
     if d is not None and d.init_status == "ok" and d.device_count == 0:
@@ -172,14 +195,19 @@ def gpu_presence(f: Facts) -> bool | None:
 
 def _driver_install(system: SystemFacts | None) -> list[Fix]:
     if system is not None and system.os == "Windows":
-        return [
-            fix(
-                "Install the NVIDIA driver for Windows, then reboot",
-                "# https://www.nvidia.com/Download/index.aspx",
-            )
-        ]
+        return [fix("Install the NVIDIA driver for Windows, then reboot", f"start {SOURCES['generic']}")]
     label, commands = install_commands(system.os_id if system else None)
     return [fix(f"{label}: install the NVIDIA driver", *commands), fix("Check afterwards", "nvidia-smi")]
+
+
+def _driver_upgrade(f: Facts) -> list[str]:
+    """Commands that install a newer driver here (the Windows one under WSL)."""
+    page = SOURCES["generic"]
+    if f.system is not None and f.system.os == "Windows":
+        return [f"start {page}"]
+    if wsl.in_wsl(f):
+        return [f"explorer.exe {page}"]
+    return install_commands(f.system.os_id if f.system else None)[1]
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -189,7 +217,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if d.init_status == "BINDING_MISSING":
         return [BINDING_MISSING.finding(fix=[fix("Install it next to cudadoctor", "pip install nvidia-ml-py")])]
     if d.init_status == "ok":
-        healthy = _healthy_driver(d)
+        healthy = _healthy_driver(d, f)
         hidden_by = containers.root_cause(f)  # NVIDIA_VISIBLE_DEVICES=none, a pod without a GPU
         for finding in healthy:
             if finding.code == NO_DEVICES.code and hidden_by:
@@ -299,7 +327,7 @@ def evaluate(f: Facts) -> list[Finding]:
     known = NVML_ERRORS.get(d.init_status)
     return [
         NVML_ERROR.finding(
-            title=f"NVML failed to initialise: {d.init_status} ({d.init_message})",
+            title=f"NVML failed to initialise: {d.init_status}" + (f" ({d.init_message})" if d.init_message else ""),
             why=(f"{known[1]} " if known else "") + NVML_ERROR.explanation,
             fix=[
                 *_nvml_error_fix(d.init_status),
@@ -345,7 +373,7 @@ def _wsl_failure(f: Facts, d: DriverFacts) -> Finding:
         why="Under WSL2 the driver is the Windows one (its libraries are in /usr/lib/wsl/lib); there is no "
         "NVIDIA kernel module to load inside WSL. This error comes from a Linux driver installed inside WSL, "
         "or from the Windows driver or WSL being too old.",
-        fix=WSL_FIX if cause is None else [fix("Once that is fixed, check", "nvidia-smi")],
+        fix=_wsl_fix(f) if cause is None else [fix("Once that is fixed, check", "nvidia-smi")],
         cause=cause,
     )
 
@@ -362,7 +390,7 @@ def _gpu_lost_fix(index: int | None) -> list[Fix]:
     ]
 
 
-def _healthy_driver(d: DriverFacts) -> list[Finding]:
+def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
     out: list[Finding] = []
     cuda = cuda_int_to_str(d.cuda_driver_version)
     if d.device_count is None:
@@ -386,7 +414,7 @@ def _healthy_driver(d: DriverFacts) -> list[Finding]:
         out.append(
             DRIVER_OK.finding(
                 title=f"NVIDIA driver {d.driver_version}{f' (supports CUDA up to {cuda})' if cuda else ''}, "
-                f"{d.device_count} GPU{'s' if d.device_count != 1 else ''}: {', '.join(names)}",
+                f"{plural(d.device_count, 'GPU')}: {', '.join(names)}",
             )
         )
     for dev in d.devices:
@@ -403,7 +431,7 @@ def _healthy_driver(d: DriverFacts) -> list[Finding]:
         out.append(
             NVML_OLD_DRIVER.finding(
                 title=f"Driver {d.driver_version} lacks NVML functions: {', '.join(d.missing_functions)}",
-                fix=[fix("Upgrade the driver (details are then complete)", f"# {_LINUX_DOC}")],
+                fix=[fix("Upgrade the driver (details are then complete)", *_driver_upgrade(f))],
             )
         )
     return out
@@ -437,7 +465,7 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
         out.append(
             NVML_ERROR.finding(
                 title=f"NVML {d.query_failure}"
-                + (f"; {unread} GPU{'s' if unread != 1 else ''} could not be read" if unread > 0 else ""),
+                + (f"; {plural(unread, 'GPU')} could not be read" if unread > 0 else ""),
                 severity=Severity.ERROR if unread > 0 or "crashed" in d.query_failure else Severity.WARNING,
                 why="The NVIDIA management library crashed or stopped answering inside the call named (in a "
                 "child process the doctor started for it). Every GPU read before that is shown.",
@@ -471,12 +499,12 @@ def _library_not_found(f: Facts) -> Finding:
             fix=[],
             cause="CD112",
         )
-    if s is not None and s.wsl is True:
+    if wsl.in_wsl(f):
         return NO_DRIVER.finding(
             title="WSL2 without the NVIDIA driver: /usr/lib/wsl/lib has no libnvidia-ml.so.1",
             why="Under WSL2 the GPU driver is the Windows one; WSL maps its libraries into "
             "/usr/lib/wsl/lib. They are missing, so the Windows driver is absent or too old.",
-            fix=WSL_FIX,
+            fix=_wsl_fix(f),
         )
     if jetson(f):
         return NO_DRIVER.finding(
@@ -507,7 +535,7 @@ def _library_not_found(f: Facts) -> Finding:
     title = NO_DRIVER.summary
     why = NO_DRIVER.explanation
     if gpus:
-        title = f"{len(gpus)} NVIDIA GPU{'s' if len(gpus) != 1 else ''} on the PCI bus, but no NVIDIA driver"
+        title = f"{plural(len(gpus), 'NVIDIA GPU')} on the PCI bus, but no NVIDIA driver"
         bound = sorted({g.kernel_driver for g in gpus if g.kernel_driver})
         if bound:
             why += f" The GPU is bound to: {', '.join(bound)}."

@@ -27,7 +27,7 @@ from cudadoctor.knowledge.gpu_health import (  # noqa: F401  (re-exported for th
     health_flags,
 )
 from cudadoctor.knowledge.xid import APP, HARDWARE, describe
-from cudadoctor.report import Finding, Severity, Table
+from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 # nvmlClocksEventReason* bits (nvml.h; nvidia-ml-py names them the same)
@@ -118,7 +118,11 @@ def _label(dev: NvmlDevice) -> str:
 
 
 def _reset(indices: list[int]) -> list[str]:
-    return [f"sudo nvidia-smi --gpu-reset -i {i}" for i in indices] + ["# or: sudo reboot"]
+    return [f"sudo nvidia-smi --gpu-reset -i {i}" for i in indices]
+
+
+def _or_reboot() -> Fix:
+    return fix("Or reboot (it resets every GPU)", "sudo reboot")
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -146,16 +150,18 @@ def _ecc(devices: list[NvmlDevice]) -> list[Finding]:
                 now.append(dev.index)
     if not rows:
         return []
+    # a lifetime-only count: the volatile count is already 0, a reset clears nothing
+    resets = (
+        [fix("Reset the GPU (no process may use it) to clear the volatile count", *_reset(now)), _or_reboot()]
+        if now
+        else []
+    )
     return [
         ECC.finding(
-            title=f"Uncorrectable ECC errors on {len(rows)} GPU{'s' if len(rows) != 1 else ''}"
-            + ("" if now else " (lifetime count only)"),
+            title=f"Uncorrectable ECC errors on {plural(len(rows), 'GPU')}" + ("" if now else " (lifetime count only)"),
             severity=Severity.ERROR if now else Severity.WARNING,
             fix=[
-                fix(
-                    "Reset the GPU (no process may use it) to clear the volatile count",
-                    *_reset(now or [int(rows[0][0])]),
-                ),
+                *resets,
                 fix("Watch whether new errors appear", "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"),
             ],
             tables=[Table(["GPU", "Name", "Since driver load", "Lifetime"], rows)],
@@ -170,11 +176,14 @@ def _memory_repair(devices: list[NvmlDevice]) -> list[Finding]:
         out.append(
             RETIRED.finding(
                 title=f"{RETIRED.summary}: {', '.join(_label(d) for d in pending)}",
-                fix=[fix("Reset the GPU so the bad pages are retired", *_reset([d.index for d in pending]))],
+                fix=[
+                    fix("Reset the GPU so the bad pages are retired", *_reset([d.index for d in pending])),
+                    _or_reboot(),
+                ],
                 tables=[
                     Table(
                         ["GPU", "Retired (single-bit)", "Retired (double-bit)"],
-                        [[str(d.index), str(d.retired_pages_sbe or 0), str(d.retired_pages_dbe or 0)] for d in pending],
+                        [[str(d.index), _count(d.retired_pages_sbe), _count(d.retired_pages_dbe)] for d in pending],
                     )
                 ],
             )
@@ -190,6 +199,7 @@ def _memory_repair(devices: list[NvmlDevice]) -> list[Finding]:
                     *_reset([d.index for d in remap if d.remapped_rows_pending]),
                 )
             )
+            fixes.append(_or_reboot())
         if failed:
             fixes.append(
                 fix(
@@ -223,6 +233,10 @@ def _memory_repair(devices: list[NvmlDevice]) -> list[Finding]:
     return out
 
 
+def _count(n: int | None) -> str:
+    return "unknown" if n is None else str(n)
+
+
 def _clocks(devices: list[NvmlDevice]) -> list[Finding]:
     rows = []
     for dev in devices:
@@ -235,7 +249,7 @@ def _clocks(devices: list[NvmlDevice]) -> list[Finding]:
         return []
     return [
         CLOCKS.finding(
-            title=f"{len(rows)} GPU{'s' if len(rows) != 1 else ''} slowing down: {rows[0][2]}",
+            title=f"{plural(len(rows), 'GPU')} slowing down: {rows[0][2]}",
             fix=[
                 fix("See the reasons and temperatures", "nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"),
                 fix(
@@ -299,7 +313,7 @@ def _persistence(f: Facts, devices: list[NvmlDevice]) -> list[Finding]:
         return []
     return [
         PERSISTENCE.finding(
-            title=f"Persistence mode is off on {len(off)} of {len(devices)} GPU{'s' if len(devices) != 1 else ''}",
+            title=f"Persistence mode is off on {len(off)} of {plural(len(devices), 'GPU')}",
             fix=[
                 fix(
                     "Run the persistence daemon (NVIDIA's recommended way), at every boot",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import KernelModuleFacts
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 SECURE_BOOT = entry(
@@ -206,7 +206,11 @@ def _initramfs(os_id: str | None) -> list[str]:
         return ["sudo dracut --force"]
     if fam == "arch":
         return ["sudo mkinitcpio -P"]
-    return ["# rebuild the initramfs with your distribution's tool (update-initramfs -u, dracut --force, …)"]
+    # another distribution: whichever of the three tools it has
+    return [
+        "if command -v update-initramfs >/dev/null; then sudo update-initramfs -u; "
+        "elif command -v dracut >/dev/null; then sudo dracut --force; else sudo mkinitcpio -P; fi"
+    ]
 
 
 def _rebuild(os_id: str | None, version: str | None) -> list[Fix]:
@@ -364,6 +368,7 @@ def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
     d, c = f.driver, f.cuda_driver
     nvml_ok = d is not None and d.init_status == "ok"
     cuda_ok = c is not None and c.init_result == 0
+    cuda_failed = c is not None and c.init_result not in (0, None)  # a timed-out cuInit has not failed
     container = f.platform.container if f.platform else None
     in_container = container is not None and container.runtime is not None
     if nvml_ok and cuda_ok:
@@ -371,8 +376,11 @@ def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
     needed = [n for n in nodes if not n.path.endswith(("-tools", "-modeset"))]  # CUDA opens only these
     closed = [n for n in needed if n.exists and n.accessible is False]
     # nvidia-modprobe creates missing nodes on first use on a host: missing ones matter only when CUDA
-    # already failed, or in a container (nothing creates them there)
-    missing = [n for n in needed if not n.exists] if (in_container or (c is not None and not cuda_ok)) else []
+    # is known to have failed, or in a container (nothing creates them there); /dev/nvidia-uvm only when
+    # CUDA is known to have failed, as it is normally created on first use
+    missing = [
+        n for n in needed if not n.exists and (cuda_failed or (in_container and not n.path.endswith("nvidia-uvm")))
+    ]
     if not closed and not missing:
         return []
     user = f.system.user if f.system and f.system.user else "$USER"
@@ -435,18 +443,22 @@ def _fabric(f: Facts, m: KernelModuleFacts) -> Finding | None:
         return None  # could not ask systemd: unknown
     branch = _branch(driver)
     fam = family(f.system.os_id if f.system else None)
-    pkg = (
-        f"sudo apt install nvidia-fabricmanager-{branch}={driver}-1"
-        if fam in ("ubuntu", "debian")
-        else f"sudo dnf install nvidia-fabric-manager-{driver}"
-    )
+    if fam in ("ubuntu", "debian"):
+        # the driver's version unknown: its branch from the module on disk, and no exact version pin
+        pkg = (
+            f"sudo apt install nvidia-fabricmanager-{branch}={driver}-1"
+            if driver
+            else "sudo apt install nvidia-fabricmanager-$(modinfo -F version nvidia | cut -d. -f1)"
+        )
+    else:
+        pkg = f"sudo dnf install nvidia-fabric-manager-{driver}" if driver else "sudo dnf install nvidia-fabric-manager"
     what = []
-    if state != "active":
+    if state is not None and state != "active":
         what.append(f"nvidia-fabricmanager is {state}")
     if wrong_version:
         what.append(f"fabric manager {version} vs driver {driver}")
     return FABRIC_MANAGER.finding(
-        title=f"{m.nvswitch_count} NVSwitch{'es' if m.nvswitch_count != 1 else ''}: {'; '.join(what)}",
+        title=f"{plural(m.nvswitch_count, 'NVSwitch', 'NVSwitches')}: {'; '.join(what)}",
         fix=[
             fix("Install the fabric manager of exactly the driver's version", pkg),
             fix(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 SLOW_SHARE = 0.4  # of the narrowest link's theoretical rate
@@ -72,7 +72,12 @@ def _fixes(f: Facts) -> list[Fix]:
         fix(
             "Check ACS on the PCIe bridges (reading it needs root); SrcValid+ on a bridge above the GPUs breaks P2P",
             "sudo lspci -vvv | grep -i -E '^[0-9a-f]|ACSCtl' | grep -B1 'SrcValid+'",
-            "# turn ACS off in the BIOS, or per bridge: sudo setpci -s BUS:DEV.FN ECAP_ACS+0x6.w=0000",
+        )
+    )
+    out.append(
+        fix(
+            "Then turn ACS off in the BIOS, or per bridge that lspci named (BUS:DEV.FN; lasts until a reboot)",
+            "sudo setpci -s BUS:DEV.FN ECAP_ACS+0x6.w=0000",
         )
     )
     out.append(fix("Workaround until then: NCCL without P2P (slower, but no hang)", "export NCCL_P2P_DISABLE=1"))
@@ -135,7 +140,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if slow:
         out.append(
             P2P_SLOW.finding(
-                title=f"P2P copies slow on {len(slow)} GPU pair{'s' if len(slow) != 1 else ''}: "
+                title=f"P2P copies slow on {plural(len(slow), 'GPU pair')}: "
                 f"{min(t.gbps for t in slow):.1f} GB/s vs a {bound:.0f} GB/s link",
                 fix=_fixes(f),
                 tables=[Table(["From", "To", "GB/s"], [[str(t.src), str(t.dst), f"{t.gbps:.1f}"] for t in slow])],
@@ -152,8 +157,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if errors and not out:
         out.append(
             P2P_MISSING.finding(
-                title=f"P2P copies failed on {len(errors)} GPU pair{'s' if len(errors) != 1 else ''}: "
-                f"{errors[0].error}",
+                title=f"P2P copies failed on {plural(len(errors), 'GPU pair')}: {errors[0].error}",
                 fix=_fixes(f),
             )
         )

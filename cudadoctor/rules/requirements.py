@@ -186,7 +186,8 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
 def _which(devices: list) -> str:
     """ "GPU 3 (Tesla T4)", "GPUs 0, 1, 2, 3 (Tesla T4)": one line for identical GPUs."""
     names = sorted({d.name or "?" for d in devices})
-    return f"GPU{'s' if len(devices) != 1 else ''} {', '.join(str(d.index) for d in devices)} ({', '.join(names)})"
+    word = "GPU" if len(devices) == 1 else "GPUs"
+    return f"{word} {', '.join(str(d.index) for d in devices)} ({', '.join(names)})"
 
 
 def _torch(f: Facts, req: Requirements) -> list[Finding]:

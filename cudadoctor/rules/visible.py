@@ -5,7 +5,7 @@ from __future__ import annotations
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.knowledge.visibility import Visibility, from_env
-from cudadoctor.report import Finding, Severity, Table
+from cudadoctor.report import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 VISIBLE_TABLE = entry(
@@ -102,7 +102,7 @@ def evaluate(f: Facts) -> list[Finding]:
     elif vis.hides_all:
         out.append(
             ALL_HIDDEN.finding(
-                title=f"CUDA_VISIBLE_DEVICES={shown} hides all {len(devices)} GPU{'s' * (len(devices) != 1)}",
+                title=f"CUDA_VISIBLE_DEVICES={shown} hides all {plural(len(devices), 'GPU')}",
                 fix=[
                     fix("Show every GPU", "unset CUDA_VISIBLE_DEVICES"),
                     fix(
@@ -123,7 +123,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if vis.selected:
         out.append(
             VISIBLE_TABLE.finding(
-                title=f"CUDA sees {len(vis.selected)} of {len(devices)} GPU{'s' * (len(devices) != 1)} "
+                title=f"CUDA sees {len(vis.selected)} of {plural(len(devices), 'GPU')} "
                 f"(CUDA_VISIBLE_DEVICES {shown}, order {vis.order}{', estimated' if vis.order_estimated else ''})",
                 tables=[table(vis)],
             )
@@ -145,7 +145,7 @@ def _mig(f: Facts) -> list[Finding]:
     for d in devices:
         if d.mig_enabled:
             uuids = [i.uuid for i in d.mig_instances if i.uuid]
-            n = f"{len(uuids)} instance{'s' * (len(uuids) != 1)}"
+            n = f"{plural(len(uuids), 'instance')}"
             out.append(
                 MIG.finding(
                     title=f"GPU {d.index} ({d.name}) is in MIG mode with {n}",

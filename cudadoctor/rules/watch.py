@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, Sample, Timeline
 from cudadoctor.knowledge.pcie import link_gbps
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity, Table
+from cudadoctor.report import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 SECTION = "Training"
@@ -472,7 +472,7 @@ def _cpu_only(tl: Timeline) -> list[Finding]:
         CPU_ONLY.finding(
             title=(
                 f"The command never used a GPU while its CPU was busy ({_mean(tree):.0f} % of a core on "
-                f"average, {len(tl.gpus)} GPU{'s' if len(tl.gpus) != 1 else ''} present)"
+                f"average, {plural(len(tl.gpus), 'GPU')} present)"
             ),
             why=why,
             fix=fixes,
@@ -509,7 +509,7 @@ def _input_bound(tl: Timeline, index: int) -> list[Finding]:
     who = (
         f"the main process at {_pct(cpu.main_mean)} of a core"
         if main_bound and not workers_bound
-        else f"{cpu.workers} DataLoader worker{'s' if cpu.workers != 1 else ''} at {_pct(cpu.worker_mean)} each"
+        else f"{plural(cpu.workers, 'DataLoader worker')} at {_pct(cpu.worker_mean)} each"
     )
     n = suggest_workers(cpu.workers, cpu.free_cores, tl.cpu_count)
     cores = (

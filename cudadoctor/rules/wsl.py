@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import WslFacts
+from cudadoctor.knowledge.driver_install import SOURCES
 from cudadoctor.report import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.kernel_module import family
 
 WSL1 = entry(
     "CD112",
@@ -56,6 +58,15 @@ BLOCKED = entry(
 )
 
 _REMOVE_WHY = "there is no NVIDIA kernel module inside WSL; the Windows driver provides the GPU"
+DRIVER_PAGE = SOURCES["generic"]  # the Windows driver; it brings CUDA to WSL2
+
+# The package manager of the WSL distribution: (remove, clean up, owner of a file, install).
+_PACKAGE_TOOLS = {
+    "apt": ("sudo apt-get remove --purge", "sudo apt-get autoremove --purge", "dpkg -S", "sudo apt-get install"),
+    "dnf": ("sudo dnf remove", "sudo dnf autoremove", "rpm -qf", "sudo dnf install"),
+    "zypper": ("sudo zypper remove --clean-deps", None, "rpm -qf", "sudo zypper install"),
+    "pacman": ("sudo pacman -Rns", None, "pacman -Qo", "sudo pacman -S"),
+}
 
 
 def wsl(f: Facts) -> WslFacts | None:
@@ -72,12 +83,25 @@ def distro(f: Facts) -> str:
     return (w.distro if w is not None else None) or "DISTRO"
 
 
+def package_tool(f: Facts) -> str:
+    """apt, dnf, zypper or pacman, from the distribution's os-release ID (apt when unknown: the Linux
+    driver packages are read from the dpkg database, and most WSL distributions are Ubuntu)."""
+    fam = family(f.system.os_id if f.system is not None else None)
+    if fam in ("fedora", "rhel"):
+        return "dnf"
+    if fam.startswith(("opensuse", "sles", "suse")):
+        return "zypper"
+    if fam == "arch":
+        return "pacman"
+    return "apt"
+
+
 def windows_fixes(f: Facts) -> list[Fix]:
     """The WSL2 fixes, all on the Windows side."""
     return [
         fix(
             "On Windows (not inside WSL): install or update the NVIDIA driver, update WSL, restart it",
-            "# https://www.nvidia.com/Download/index.aspx  (the Windows driver; it brings CUDA to WSL2)",
+            f"start {DRIVER_PAGE}",
             "wsl --update",
             "wsl --shutdown",
         ),
@@ -120,28 +144,48 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         ]
     out: list[Finding] = []
-    cuda_broken = not (f.driver is not None and f.driver.init_status == "ok") or (
+    # broken only when known broken: an unknown driver is not a broken one
+    cuda_broken = (f.driver is not None and f.driver.init_status != "ok") or (
         f.cuda_driver is not None and f.cuda_driver.init_result not in (0, None)
     )
+    remove, autoremove, owner, install = _PACKAGE_TOOLS[package_tool(f)]
     packages = w.linux_driver_packages or []
     if packages or w.linux_module_files:
-        cmds = [f"sudo apt-get remove --purge {' '.join(packages)}"] if packages else []
-        cmds += ["sudo apt-get autoremove --purge", "ls -l /usr/lib/wsl/lib/"]
-        if w.linux_module_files and not packages:
-            cmds.insert(0, "# a .run installer put these here: sudo sh NVIDIA-Linux-*.run --uninstall")
+        files = w.linux_module_files or []
+        if packages:
+            removal = [
+                fix(
+                    f"Remove it ({_REMOVE_WHY})",
+                    f"{remove} {' '.join(packages)}",
+                    *([autoremove] if autoremove else []),
+                )
+            ]
+        elif package_tool(f) == "apt" and w.linux_driver_packages is not None:
+            # the dpkg database lists no driver package: NVIDIA's .run installer put the module there
+            removal = [fix(f"Uninstall it with the .run installer's own tool ({_REMOVE_WHY})", "sudo nvidia-uninstall")]
+        else:
+            removal = [
+                fix(
+                    "Find the package that owns these files, then remove that package",
+                    *[f"{owner} {p}" for p in files[:3]],
+                ),
+                fix(
+                    f"If no package owns them, NVIDIA's .run installer put them there: uninstall it ({_REMOVE_WHY})",
+                    "sudo nvidia-uninstall",
+                ),
+            ]
         out.append(
             LINUX_DRIVER_IN_WSL.finding(
-                title="A Linux NVIDIA driver is installed inside WSL: "
-                + ", ".join(packages or w.linux_module_files or []),
+                title="A Linux NVIDIA driver is installed inside WSL: " + ", ".join(packages or files),
                 fix=[
-                    fix(f"Remove it ({_REMOVE_WHY})", *cmds),
+                    *removal,
                     fix(
                         "For nvcc inside WSL install only the toolkit package, never cuda or cuda-drivers",
-                        "sudo apt-get install cuda-toolkit",
+                        f"{install} cuda-toolkit",
                     ),
                     *windows_fixes(f)[1:],
                 ],
-                tables=[Table(["Package or file"], [[p] for p in packages + (w.linux_module_files or [])])],
+                tables=[Table(["Package or file"], [[p] for p in packages + files])],
             )
         )
     if w.shadowing_libs:
@@ -151,7 +195,7 @@ def evaluate(f: Facts) -> list[Finding]:
                 + (f" and {len(w.shadowing_libs) - 3} more" if len(w.shadowing_libs) > 3 else ""),
                 severity=Severity.ERROR if cuda_broken else Severity.WARNING,
                 fix=[
-                    fix("Find the package that owns each copy", *[f"dpkg -S {p}" for p in w.shadowing_libs[:3]]),
+                    fix("Find the package that owns each copy", *[f"{owner} {p}" for p in w.shadowing_libs[:3]]),
                     fix(
                         f"Remove that package, or move the copies away ({_REMOVE_WHY}), refresh the loader cache",
                         *[f"sudo mv {p} {p}.bak" for p in w.shadowing_libs[:3]],
