@@ -190,7 +190,13 @@ def verdict_line(
         warnings=ngettext("{n} warning", "{n} warnings", len(warnings)).format(n=len(warnings)),
     )
     # the first root cause: a finding that follows from another one is never the headline
-    first = next((f for f in errors if f.cause is None), None) or (errors or warnings or [None])[0]
+    # and the root cause other findings point at comes before one nothing else follows from
+    named = {f.cause for f in findings if f.cause}
+    first = (
+        next((f for f in errors if f.cause is None and f.code in named), None)
+        or next((f for f in errors if f.cause is None), None)
+        or (errors or warnings or [None])[0]
+    )
     if undecided is not None:
         text = _("NOT ENOUGH TO TELL: {why}").format(why=undecided)
     elif status is Status.INCOMPLETE:

@@ -12,7 +12,7 @@ import dataclasses
 import types
 import typing
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cudadoctor.facts import (
@@ -20,6 +20,7 @@ from cudadoctor.facts import (
     CudaDriverFacts,
     DriverFacts,
     Facts,
+    MigInstance,
     NvmlDevice,
     PciDevice,
     PciFacts,
@@ -31,6 +32,8 @@ from cudadoctor.facts import (
     TorchFacts,
     Transfer,
 )
+from cudadoctor.facts.libraries import EnvironmentManager, LibraryFacts, LoadedLibrary, PinCheck
+from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, PlatformFacts, XidEvent
 from cudadoctor.knowledge import wheels
 from cudadoctor.report import ProbeOutcome, Severity, Status, build
 from cudadoctor.rules import evaluate
@@ -52,20 +55,41 @@ STATUSES = ["ok", "LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED", "LIB_RM_VERSION_MISM
 MAYBE_BOOL = st.sampled_from([True, False, None])
 
 
+MIG_UUIDS = ["MIG-aaaaaaaa-1111-2222-3333-444455556666", "MIG-bbbbbbbb-1111-2222-3333-444455556666"]
+
+
+@st.composite
+def mig(draw: st.DrawFn, gpu: int) -> tuple[bool | None, list[MigInstance]]:
+    """MIG mode, and its instances with and without a known UUID (only GPU 0's can be MIG_UUIDS)."""
+    enabled = draw(MAYBE_BOOL)
+    if not enabled:
+        return enabled, []
+    uuids = draw(st.lists(st.sampled_from([*MIG_UUIDS, None]) if gpu == 0 else st.none(), max_size=2, unique=True))
+    return True, [MigInstance(j, uuid=u, memory_total=10 << 30) for j, u in enumerate(uuids)]
+
+
 @st.composite
 def devices(draw: st.DrawFn) -> list[NvmlDevice]:
     out = []
+    # identical GPUs (as most machines have), one of them perhaps with an unknown name or capability
+    identical = draw(st.sampled_from([None, *GPUS]))
+    unknown = draw(st.sampled_from([None, "name", "compute_capability"]))
     for i in range(draw(st.integers(0, 3))):
-        name, cc = draw(st.sampled_from(GPUS))
+        name, cc = identical or draw(st.sampled_from(GPUS))
+        mig_enabled, instances = draw(mig(i))
         total = 80 << 30
         used = draw(st.integers(0, 80)) << 30
         out.append(
             NvmlDevice(
                 index=i,
-                name=draw(st.sampled_from([name, None])),
+                name=(None if unknown == "name" and i == 0 else name)
+                if identical
+                else draw(st.sampled_from([name, None])),
                 uuid=f"GPU-{i:08x}-1111-2222-3333-444455556666",
                 pci_bus_id=f"00000000:{0x18 + i:02X}:00.0",
-                compute_capability=draw(st.sampled_from([cc, None])),
+                compute_capability=(None if unknown == "compute_capability" and i == 0 else cc)
+                if identical
+                else draw(st.sampled_from([cc, None])),
                 memory_total=total,
                 memory_used=used,
                 memory_free=total - used,
@@ -73,7 +97,8 @@ def devices(draw: st.DrawFn) -> list[NvmlDevice]:
                 pcie_gen_max=5,
                 pcie_width_current=draw(st.sampled_from([8, 16, None])),
                 pcie_width_max=16,
-                mig_enabled=draw(MAYBE_BOOL),
+                mig_enabled=mig_enabled,
+                mig_instances=instances,
                 error=draw(st.sampled_from([None, None, None, "GPU_IS_LOST"])),
             )
         )
@@ -128,7 +153,15 @@ def machines(draw: st.DrawFn) -> Facts:
     )
     env = draw(
         st.sampled_from(
-            [None, {}, {"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}]
+            [
+                None,
+                {},
+                {"CUDA_VISIBLE_DEVICES": "1"},
+                {"CUDA_VISIBLE_DEVICES": ""},
+                {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                {"CUDA_VISIBLE_DEVICES": MIG_UUIDS[0]},
+                {"CUDA_VISIBLE_DEVICES": f"0,{MIG_UUIDS[1]}"},
+            ]
         )
     )
     system = SystemFacts(
@@ -171,16 +204,55 @@ def machines(draw: st.DrawFn) -> Facts:
             ]
         )
     )
+    torch = draw(torch_facts(gpus))
+    if torch.installed:
+        torch.libraries = draw(st.sampled_from(LIBRARIES))
     return Facts(
         system=system,
         pci=pci,
         driver=driver,
         cuda_driver=cuda_driver,
         toolkit=toolkit,
-        torch=draw(torch_facts(gpus)),
+        torch=torch,
         bandwidth=bandwidth,
         smoke=smoke,
+        platform=draw(st.sampled_from(PLATFORMS)),
     )
+
+
+# What lies between torch and the driver: a shadowing library, mismatched pins, a conda CPU pin.
+LIBRARIES = [
+    None,
+    LibraryFacts(),
+    LibraryFacts(
+        loaded=[
+            LoadedLibrary(
+                "cudnn",
+                "/usr/local/cuda-11.8/lib64/libcudnn.so.8",
+                "ld_library_path",
+                "8.9.0",
+                via="/usr/local/cuda-11.8/lib64",
+            )
+        ],
+        pins=[PinCheck("nvidia-cudnn-cu12", "==9.10.2.21", "9.1.0.70", ok=False)],
+        ld_library_path=["/usr/local/cuda-11.8/lib64"],
+        stale_toolkits=["/usr/local/cuda-11.8/lib64=11.8"],
+        manager=EnvironmentManager(kind="conda", prefix="/opt/conda", cpuonly=["cpuonly 2.0"]),
+    ),
+]
+# Below torch: the kernel module, the container, the kernel log.
+PLATFORMS = [
+    None,
+    PlatformFacts(),
+    PlatformFacts(
+        module=KernelModuleFacts(kernel="6.8.0-45-generic", loaded=False, secure_boot=True, nouveau_loaded=False),
+        container=ContainerFacts(runtime="docker", visible_devices="void", driver_capabilities="utility"),
+    ),
+    PlatformFacts(
+        module=KernelModuleFacts(loaded=True, loaded_version="550.54.14", library_versions=["550.54.14"]),
+        xid=[XidEvent(79, "0000:18:00.0", "NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus")],
+    ),
+]
 
 
 def _optional(cls: type, name: str) -> bool:
@@ -221,7 +293,13 @@ def problems(facts: Facts, req: Requirements | None = None) -> set[str]:
     }
 
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# no "explain" phase: its tracer made one failing example take minutes to report
+SETTINGS = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+)
 
 
 @SETTINGS

@@ -6,7 +6,10 @@
 - An empty string (or "-1", an invalid first entry) hides every device.
 - CUDA enumerates FASTEST_FIRST unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML and nvidia-smi use PCI order.
   CUDA's "fastest" heuristic is not published: identical GPUs keep PCI order, mixed ones are estimated
-  (higher compute capability, then more memory, first).
+  (higher compute capability, then more memory, first). Only GPUs whose name and compute capability are
+  known count as models: one unknown value is not a second model.
+- A `MIG-` entry that matches no known instance cannot be judged while some MIG instance's UUID is
+  unknown: the visibility is then unknown (`undetermined`), never "hides every GPU".
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ class Visibility:
     ignored: list[str] = field(default_factory=list)  # entries after (and including) the invalid one
     duplicate: str | None = None
     order_estimated: bool = False
+    undetermined: str | None = None  # an entry that cannot be judged (a MIG UUID NVML did not tell)
 
     @property
     def hides_all(self) -> bool:
-        return not self.selected
+        """CUDA_VISIBLE_DEVICES leaves CUDA no device (unset hides nothing, even when no GPU is usable)."""
+        return self.raw is not None and not self.selected and self.undetermined is None
 
 
 def _cc_key(d: NvmlDevice) -> tuple[int, int]:
@@ -47,7 +52,8 @@ def enumeration_order(devices: list[NvmlDevice], order: str) -> tuple[list[NvmlD
     """CUDA's device order before CUDA_VISIBLE_DEVICES applies, and whether it is an estimate."""
     usable = [d for d in devices if d.error is None]
     by_pci = sorted(usable, key=lambda d: (d.pci_bus_id or "", d.index))
-    if order == "PCI_BUS_ID" or len({(d.name, d.compute_capability) for d in usable}) <= 1:
+    models = {(d.name, d.compute_capability) for d in usable if d.name and d.compute_capability}
+    if order == "PCI_BUS_ID" or len(models) <= 1:
         return by_pci, False
     fastest = sorted(by_pci, key=lambda d: (tuple(-x for x in _cc_key(d)), -(d.memory_total or 0)))
     return fastest, True
@@ -65,6 +71,10 @@ def parse(raw: str | None, devices: list[NvmlDevice], order: str | None = None) 
     for pos, entry in enumerate(entries):
         token = entry.strip()
         match = _resolve(token, enum, devices)
+        if match is None and token.startswith("MIG-") and _mig_uuid_unknown(devices):
+            vis.undetermined = entry  # it may name the instance whose UUID is unknown: nothing after it is known
+            vis.selected = [Selected(i, d, mig) for i, (d, mig) in enumerate(chosen)]
+            return vis
         if match is None:
             vis.invalid_entry = entry
             vis.ignored = entries[pos:]
@@ -95,8 +105,14 @@ def _resolve(token: str, enum: list[NvmlDevice], devices: list[NvmlDevice]) -> t
     return None
 
 
+def _mig_uuid_unknown(devices: list[NvmlDevice]) -> bool:
+    return any(inst.uuid is None for d in devices for inst in d.mig_instances)
+
+
 def from_env(env: dict[str, str] | None, devices: list[NvmlDevice]) -> Visibility | None:
-    """What CUDA programs started with this environment see; None when the environment is unknown."""
+    """What CUDA programs started with this environment see; None when the environment is unknown or
+    CUDA_VISIBLE_DEVICES names something the facts cannot judge (a MIG instance whose UUID is unknown)."""
     if env is None:
         return None
-    return parse(env.get("CUDA_VISIBLE_DEVICES"), devices, env.get("CUDA_DEVICE_ORDER"))
+    vis = parse(env.get("CUDA_VISIBLE_DEVICES"), devices, env.get("CUDA_DEVICE_ORDER"))
+    return None if vis.undetermined is not None else vis

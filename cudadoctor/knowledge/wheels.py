@@ -58,7 +58,6 @@ AARCH64: dict[str, str] = {
 }
 
 
-
 @dataclass(frozen=True)
 class Variant:
     release: str

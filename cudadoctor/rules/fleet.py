@@ -405,9 +405,12 @@ def _mismatch_fixes(ff: FleetFacts, per_node: dict[int, dict[str, str | None]], 
                 cmds.append(f"sudo apt-get install -y cuda-drivers-{branch}   # NVIDIA's CUDA repository")
             if os_ids & {"rhel", "rocky", "almalinux", "centos", "ol"}:
                 cmds.append(f"sudo dnf module install -y nvidia-driver:{branch}-dkms")
-            if not cmds:
-                cmds.append(f"# install NVIDIA driver {common} (branch {branch}) as on the other nodes")
-            out.append(fix(f"on {where}: the driver of the other nodes ({common}), then reboot", *cmds, "sudo reboot"))
+            if cmds:
+                label = f"on {where}: the driver of the other nodes ({common}), then reboot"
+                out.append(fix(label, *cmds, "sudo reboot"))
+            else:  # no package known for this OS: the label says what to install, nothing to paste
+                label = f"on {where}: install NVIDIA driver {common} (branch {branch}), as on the others, then reboot"
+                out.append(fix(label))
         elif name == "torch" or name.startswith("nvidia-"):
             base, _, variant = common.partition("+")
             index = f" --index-url https://download.pytorch.org/whl/{variant}" if variant.startswith("cu") else ""

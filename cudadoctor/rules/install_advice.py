@@ -316,7 +316,15 @@ def gpu_reasons(f: Facts) -> list[str]:
 
 def driver_upgrade_fix(f: Facts, need: str) -> tuple[str, list[str]]:
     """(label, commands) to get driver `need` or newer on this OS: a package for the distribution, the
-    Windows driver (also for WSL, which uses it), or NVIDIA's download page."""
+    Windows driver (also for WSL, which uses it), or NVIDIA's download page. In a container the driver is
+    the host's: the label says so."""
+    label, cmds = _driver_upgrade(f, need)
+    if f.system is not None and f.system.in_container:
+        label = f"On the host (not in this container): {label[:1].lower()}{label[1:]}"
+    return label, cmds
+
+
+def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
     system = f.system
     page = driver_install.SOURCES["generic"]
     if system is not None and system.os == "Windows":

@@ -3,8 +3,10 @@ pins, torchvision/torchaudio against torch, conda's CPU pins, and torch.compile 
 
 from __future__ import annotations
 
-import os
+import ntpath
+import posixpath
 from collections import defaultdict
+from types import ModuleType
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import OWN_ORIGINS, CompileFacts, LibraryFacts, LoadedLibrary
@@ -317,14 +319,20 @@ def _shadow_fixes(f: Facts, origin: str, where: str, path: str) -> list[Fix]:
     return [fix("Unset the variables that point there, then check", "env | grep -E 'LD_|CUDA'", check)]
 
 
+def _paths(f: Facts) -> ModuleType:
+    """The path rules of the machine the facts came from, not of the one reading them (`check --from`)."""
+    return ntpath if f.system is not None and f.system.os == "Windows" else posixpath
+
+
 def _legacy_shadow(f: Facts) -> list[Finding]:
     """Facts saved before the library probe existed: the cuDNN-only check, at info level (unknown whether
     the environment had its own copy)."""
     t = f.torch
     assert t is not None and t.loaded_libraries
-    own = [os.path.dirname(t.path)] if t.path else []
-    own.append(os.path.dirname(os.path.dirname(t.python_executable)))
-    foreign = [p for p in t.loaded_libraries.get("cudnn", []) if not any(p.startswith(o + os.sep) for o in own if o)]
+    path = _paths(f)
+    own = [path.dirname(t.path)] if t.path else []
+    own.append(path.dirname(path.dirname(t.python_executable)))
+    foreign = [p for p in t.loaded_libraries.get("cudnn", []) if not any(p.startswith(o + path.sep) for o in own if o)]
     if not foreign:
         return []
     return [
@@ -361,7 +369,7 @@ def _pins(f: Facts, lf: LibraryFacts) -> list[Finding]:
         parts.append(f"{len(differ)} differ")
     if missing:
         parts.append(f"{len(missing)} missing")
-    version = (t.version or "") if t else ""
+    whose = f"torch {t.version}'s" if t is not None and t.version else "torch's"
     fixes = [
         fix(
             "Install the versions torch pins",
@@ -373,7 +381,7 @@ def _pins(f: Facts, lf: LibraryFacts) -> list[Finding]:
         fixes.append(fix("Or remove every nvidia-* package and reinstall torch, which brings its own set", *clean))
     return [
         PINS.finding(
-            title=f"nvidia-* wheels do not match torch {version}'s pins ({', '.join(parts)})",
+            title=f"nvidia-* wheels do not match {whose} pins ({', '.join(parts)})",
             severity=sev,
             fix=fixes,
             tables=[
@@ -395,6 +403,9 @@ def _old_toolkit(f: Facts, lf: LibraryFacts) -> list[Finding]:
     if not wheel or not lf.stale_toolkits:
         return []
     shadowing = {lib.via for lib in lf.loaded or () if lib.origin == "ld_library_path"}
+    # which libraries came through LD_LIBRARY_PATH is unknown: this may be CD208's directory, told here
+    # at info level (knowing less never adds a warning)
+    unsure = lf.loaded is None or None in shadowing
     out = []
     for item in lf.stale_toolkits:
         directory, _, version = item.rpartition("=")
@@ -405,6 +416,7 @@ def _old_toolkit(f: Facts, lf: LibraryFacts) -> list[Finding]:
             OLD_TOOLKIT_PATH.finding(
                 title=f"LD_LIBRARY_PATH has CUDA {version} ({directory}); "
                 f"torch {t.version} is built with CUDA {t.cuda}",
+                severity=Severity.INFO if unsure else OLD_TOOLKIT_PATH.severity,
                 fix=[
                     fix(
                         "Drop it from LD_LIBRARY_PATH for Python work",
@@ -589,7 +601,11 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
             fixes.append(fix("Install a C++ compiler", *_compiler_install(f)))
     if c.python_headers is False or "python.h" in text:
         missing.append(f"no Python headers (Python.h not in {c.python_include})")
-        fixes.append(fix("Install the Python development headers", *_headers_install(f, c)))
+        headers = _headers_install(f)
+        if headers:
+            fixes.append(fix("Install the Python development headers", *headers))
+        else:  # no package name known for this system: say what to install, not a comment to paste
+            fixes.append(fix(f"Install the Python development headers (Python.h) for {py} with the system's installer"))
     if c.cache_writable is False or "permission denied" in text or "read-only file system" in text:
         missing.append(f"cache directory not writable ({c.cache_dir})")
         fixes.append(
@@ -630,14 +646,22 @@ def _compiler_install(f: Facts) -> list[str]:
     }.get(os_id or "", ["conda install -c conda-forge gxx  # or your distribution's g++ package"])
 
 
-def _headers_install(f: Facts, c: CompileFacts) -> list[str]:
+def _headers_install(f: Facts) -> list[str]:
     os_id = f.system.os_id if f.system else None
     ver = ".".join((f.torch.python_version or "").split(".")[:2]) if f.torch and f.torch.python_version else ""
     if os_id in ("ubuntu", "debian"):
         return [f"sudo apt install -y python{ver}-dev" if ver else "sudo apt install -y python3-dev"]
     if os_id in ("fedora", "rhel", "rocky", "almalinux", "centos"):
         return [f"sudo dnf install -y python{ver}-devel" if ver else "sudo dnf install -y python3-devel"]
-    return [f"# install the development headers of {c.python_executable} (Python.h)"]
+    if os_id in ("opensuse-leap", "opensuse-tumbleweed", "sles"):
+        return [
+            f"sudo zypper install -y python{ver.replace('.', '')}-devel"
+            if ver
+            else "sudo zypper install -y python3-devel"
+        ]
+    if os_id == "alpine":
+        return ["sudo apk add python3-dev"]
+    return []
 
 
 # --- import failures (CD211 in rules/torch_build.py asks here for the details) -----------------------
@@ -665,7 +689,7 @@ def import_failure_detail(f: Facts) -> tuple[str, str, list[Fix]] | None:
                 "not the one it was built with."
             )
             if failure.loaded_origin == "ld_library_path":
-                d = os.path.dirname(failure.loaded_instead)
+                d = _paths(f).dirname(failure.loaded_instead)
                 fixes.append(
                     fix(
                         f"Drop {d} from LD_LIBRARY_PATH so the wheel's own {fam} loads",

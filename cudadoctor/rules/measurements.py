@@ -315,7 +315,10 @@ def _smoke(s: SmokeFacts) -> list[Finding]:
     if s.gpu_skipped:
         out.append(MEASURE_SKIPPED.finding(title=f"Smoke test ran on the CPU only; GPU half skipped: {s.gpu_skipped}"))
     if not any(x.severity is Severity.ERROR for x in out):
-        out.insert(0, SMOKE_OK.finding(title=_smoke_summary(s), tables=[_smoke_table(s)]))
+        if any(st.losses for st in s.steps):
+            out.insert(0, SMOKE_OK.finding(title=_smoke_summary(s), tables=[_smoke_table(s)]))
+        else:  # no step trained: nothing passed, and nothing is known to have failed
+            out.insert(0, MEASURE_SKIPPED.finding(title="Smoke test: no training step ran"))
     return out
 
 
@@ -325,7 +328,7 @@ def _gpu_health_fix() -> Fix:
 
 def _smoke_table(s: SmokeFacts) -> Table:
     rows = [
-        [st.model, st.device, f"{st.steps_per_s or 0:.1f}", f"{st.losses[0]:.4f} -> {st.losses[-1]:.4f}"]
+        [st.model, st.device, _gb(st.steps_per_s), f"{st.losses[0]:.4f} -> {st.losses[-1]:.4f}"]
         for st in s.steps
         if st.losses
     ]

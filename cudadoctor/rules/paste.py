@@ -18,7 +18,7 @@ from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
 from cudadoctor.report import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.install_advice import advise
+from cudadoctor.rules.install_advice import advise, driver_view
 
 READ = entry(
     "CD900",
@@ -305,7 +305,22 @@ def _torch_install(f: Facts, force: bool = False) -> str:
     if t is not None and t.cuda:
         index = wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda))
         return f"python -m pip install{flag} {pin} --index-url {index}"
-    return f"python -m pip install{flag} {pin} --index-url https://download.pytorch.org/whl/cu126  # your CUDA variant"
+    variant = _variant_for(f, wheels.release_of(version) if version else wheels.newest_release())
+    if variant is None:  # a release the tables do not know: its default wheel, from PyPI
+        return f"python -m pip install{flag} {pin}"
+    return f"python -m pip install{flag} {pin} --index-url {variant.index_url}"
+
+
+def _variant_for(f: Facts, release: str | None) -> wheels.Variant | None:
+    """The build of `release` to install: the newest CUDA the driver runs (the newest when it is unknown
+    or runs none of them); None when the tables do not know the release."""
+    machine = f.system.machine if f.system is not None else None
+    offered = wheels.variants(release or "", machine) or wheels.variants(release or "")
+    if not offered:
+        return None
+    drv = driver_view(f)
+    runnable = [v for v in offered if drv.runs(v.cuda)]
+    return max(runnable or offered, key=lambda v: v.cuda)
 
 
 def _reinstall_torch(f: Facts) -> Fix:

@@ -9,7 +9,7 @@ from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.report import Finding, Fix, Severity
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.driver import gpu_presence
+from cudadoctor.rules.driver import GPU_LOST, gpu_presence
 from cudadoctor.rules.install_advice import (
     Advice,
     advise,
@@ -215,7 +215,7 @@ def _advice_fix(advice: Advice, label: str) -> list[Fix]:
             )
         )
     if not out:
-        out.append(fix(advice.note, "# see https://pytorch.org/get-started/previous-versions/"))
+        out.append(fix(f"{advice.note}: see https://pytorch.org/get-started/previous-versions/"))
     return out
 
 
@@ -549,12 +549,36 @@ def _nvcc(f: Facts, t: TorchFacts) -> list[Finding]:
     ]
 
 
+# Errors of the torch build itself: each alone makes torch.cuda.is_available() False.
+_BUILD_CAUSES = ("CD202", "CD203", "CD204", "CD205", "CD211", "CD213")
+
+
+def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
+    """The errors that can explain is_available() being False, the likeliest first: the torch build's own
+    errors and the driver-level root causes, then the rest. A GPU lost while another is healthy
+    (CD105) is no cause (torch would still see the healthy one), nor is what follows from a cause."""
+    from cudadoctor.rules import CONSEQUENCES, ROOT_CAUSES  # rules/__init__ imports this module
+
+    devices = f.driver.devices if f.driver is not None else []
+    some_healthy = any(d.error is None for d in devices)
+    causes = [
+        x
+        for x in findings
+        if x.severity is Severity.ERROR
+        and x.code != NOT_AVAILABLE.code
+        and not (x.code == GPU_LOST.code and some_healthy)
+        and (x.code not in CONSEQUENCES or x.code in ROOT_CAUSES)
+    ]
+    first = [x for x in causes if x.code in _BUILD_CAUSES or x.code in ROOT_CAUSES]
+    return first + [x for x in causes if x not in first]
+
+
 def summarize(f: Facts, findings: list[Finding]) -> list[Finding]:
     """CD210: one finding that names the root cause when NVML sees GPUs but torch cannot use them."""
     t = f.torch
     if t is None or not _gpus_present(f) or t.is_available is not False:
         return []
-    causes = [x for x in findings if x.severity is Severity.ERROR and x.code != NOT_AVAILABLE.code]
+    causes = _ranked_causes(f, findings)
     if causes:
         why = "Cause: " + "; ".join(f"{c.code} {c.title}" for c in causes[:3]) + "."
     else:
@@ -562,6 +586,7 @@ def summarize(f: Facts, findings: list[Finding]) -> list[Finding]:
         why = f"No other check explains it. torch said: {warnings}"
     return [
         NOT_AVAILABLE.finding(
+            cause=causes[0].code if causes else None,
             title=f"torch.cuda.is_available() is False although the driver sees {f.driver.device_count} GPU"  # type: ignore[union-attr]
             f"{'s' if f.driver.device_count != 1 else ''}",  # type: ignore[union-attr]
             why=why,
