@@ -7,7 +7,7 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
-from cudadoctor.report import Finding, Fix, Severity
+from cudadoctor.report import Finding, Fix, Severity, plural
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.driver import GPU_LOST, gpu_presence
 from cudadoctor.rules.install_advice import (
@@ -369,7 +369,7 @@ def _torch_ok(t: TorchFacts) -> Finding:
     cudnn = cudnn_int_to_str(t.cudnn_version)
     return TORCH_OK.finding(
         title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) uses "
-        f"{t.device_count} GPU{'s' if t.device_count != 1 else ''}: {names}",
+        f"{plural(t.device_count or 0, 'GPU')}: {names}",
     )
 
 
@@ -587,8 +587,8 @@ def summarize(f: Facts, findings: list[Finding]) -> list[Finding]:
     return [
         NOT_AVAILABLE.finding(
             cause=causes[0].code if causes else None,
-            title=f"torch.cuda.is_available() is False although the driver sees {f.driver.device_count} GPU"  # type: ignore[union-attr]
-            f"{'s' if f.driver.device_count != 1 else ''}",  # type: ignore[union-attr]
+            title="torch.cuda.is_available() is False although the driver sees "
+            f"{plural(f.driver.device_count or 0, 'GPU')}",  # type: ignore[union-attr]
             why=why,
             fix=[fix("Start with the first cause above", *(f"cudadoctor explain {c.code}" for c in causes[:1]))]
             if causes
