@@ -32,7 +32,8 @@ FORMATS = ("text", "json", "markdown", "junit")
 MiB = 1 << 20
 GiB = 1 << 30
 # --quick: a Slurm prolog or HealthCheckProgram is killed after 60 s (cuda-facts §12)
-QUICK = {"check": 15.0, "join": 20.0, "timeout": 10.0, "size": 64 * MiB}
+# The bounds add up to about 35 s, so start-up and a loaded node still leave a wide margin under 60 s.
+QUICK = {"check": 12.0, "join": 15.0, "timeout": 8.0, "size": 64 * MiB}
 
 
 def sizes(max_size: int, full: bool, quick: bool) -> list[int]:
