@@ -14,10 +14,13 @@ import sys
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    child = sys.modules.get("cudadoctor.backends.child")
-    if child is not None:
-        child.kill_all()  # type: ignore[attr-defined]
-    os._exit(128 + signum)
+    # the module may be half-imported when the signal lands: nothing here may raise
+    kill_all = getattr(sys.modules.get("cudadoctor.backends.child"), "kill_all", None)
+    try:
+        if kill_all is not None:
+            kill_all()
+    finally:
+        os._exit(128 + signum)
 
 
 def install_signal_handlers() -> None:
