@@ -18,27 +18,10 @@ HEADER = """\
 
 def render(language: str = "zh_CN") -> str:
     from cudadoctor.locale import _, use
-    from cudadoctor.rules import CATALOGUE
-    from cudadoctor.rules.catalogue import SECTIONS
+    from cudadoctor.render import catalogue
 
     with use(language):
-        lines = [HEADER]
-        for section in SECTIONS:
-            entries = sorted((e for e in CATALOGUE.values() if e.section == section), key=lambda e: e.code)
-            if not entries:
-                continue
-            lines += [f"## {_(section)}", "", "| 代码 | 名称 | 严重程度 | 摘要 |", "|---|---|---|---|"]
-            lines += [
-                f"| [{e.code}](#{e.code.lower()}) | {e.name} | {_(e.severity.value)} | {_(e.summary)} |"
-                for e in entries
-            ]
-            lines.append("")
-            for e in entries:
-                lines += [f"### {e.code}", "", f"**{e.name}** — {_(e.severity.value)}。{_(e.summary)}", ""]
-                lines += [_(e.explanation), ""]
-                for f in e.fixes:
-                    lines += [_("Fix — {when}:").format(when=_(f.when)), "", "```", *f.commands, "```", ""]
-    return "\n".join(lines)
+        return catalogue.render(HEADER, _, ("代码", "名称", "严重程度", "摘要"), "。")
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from cudadoctor.rules import CATALOGUE
@@ -18,24 +19,28 @@ lower it for a particular machine, and the report always shows the severity it u
 """
 
 
-def render() -> str:
-    lines = [HEADER]
+def render(
+    header: str = HEADER,
+    tr: Callable[[str], str] = str,
+    columns: tuple[str, ...] = ("Code", "Name", "Severity", "Summary"),
+    stop: str = ". ",
+) -> str:
+    """The catalogue page; `tr` translates its texts (docs/zh_CN/findings.md: cudadoctor.locale.findings_doc)."""
+    lines = [header]
     for section in SECTIONS:
         entries = sorted((e for e in CATALOGUE.values() if e.section == section), key=lambda e: e.code)
         if not entries:
             continue
-        lines += [f"## {section}", "", "| Code | Name | Severity | Summary |", "|---|---|---|---|"]
-        lines += [f"| [{e.code}](#{e.code.lower()}) | {e.name} | {e.severity.value} | {e.summary} |" for e in entries]
+        lines += [f"## {tr(section)}", "", f"| {' | '.join(columns)} |", "|---|---|---|---|"]
+        lines += [
+            f"| [{e.code}](#{e.code.lower()}) | {e.name} | {tr(e.severity.value)} | {tr(e.summary)} |" for e in entries
+        ]
         lines.append("")
         for e in entries:
-            lines += [
-                f"### {e.code}",
-                "",
-                f"**{e.name}** — {e.severity.value}. {e.summary}",
-                "",
-                e.explanation,
-                "",
-            ]
+            lines += [f"### {e.code}", "", f"**{e.name}** — {tr(e.severity.value)}{stop}{tr(e.summary)}", ""]
+            lines += [tr(e.explanation), ""]
+            for f in e.fixes:
+                lines += [tr("Fix — {when}:").format(when=tr(f.when)), "", "```", *f.commands, "```", ""]
     return "\n".join(lines)
 
 
