@@ -55,8 +55,7 @@ def diagnose(paste: Paste) -> Report:
     undecided = None
     if ask is not None:
         ask.severity = Severity.INFO
-        undecided = ask.title.removeprefix("Not enough in the paste to tell whether PyTorch can use the GPU. ")
-        undecided = "whether PyTorch can use the GPU. " + undecided
+        undecided = f"whether PyTorch can use the GPU. {ask.title}"
     return build("triage", paste.facts, outcomes, findings, expected=expected, undecided=undecided)
 
 

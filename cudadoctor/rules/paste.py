@@ -588,8 +588,7 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     )
     severity = Severity.INFO if settled else Severity.WARNING
     title = "To be sure, ask for: " + ", ".join(f"`{cmd.split('  #')[0]}`" for _, cmd in asks)
-    if not settled:
-        title = "Not enough in the paste to tell whether PyTorch can use the GPU. " + title
+    # not settled: a warning, which `triage` turns into its NOT ENOUGH TO TELL verdict
     return [
         ASK_FOR.finding(
             title=title,
