@@ -177,6 +177,20 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
             ["--expect-nodes", "2"],
             torchrun=["--rdzv-conf", "last_call_timeout=1"],
         )
+
+        def wait_for(nodes: list) -> None:
+            deadline = time.monotonic() + DEADLINE
+            running = list(nodes)
+            while running and time.monotonic() < deadline:
+                for node in [n for n in running if n.proc.poll() is not None]:
+                    node.ended = time.monotonic()  # type: ignore[attr-defined]
+                    running.remove(node)
+                time.sleep(0.1)
+            assert not running, [n.proc.args for n in running]
+
+        wait_for([n for sc in started.values() for n in sc.nodes])
+        # A prolog runs alone on its node: started once the scenarios above are done, so that its 60 s are
+        # its own and not five concurrent torchruns' on 2 cores.
         # the Slurm prolog recipe of docs/fleet.md as written, on one "GPU" (this machine has none)
         prolog = next(c for c in doc_torchruns() if "--quick" in c)
         argv = [sys.executable, "-m", "torch.distributed.run", *substitute(prolog[1:], {"--nproc-per-node": "1"})]
@@ -189,14 +203,7 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
             proc = subprocess.Popen(argv, stdout=o, stderr=e, env=env, cwd=tmp, start_new_session=True)
         started["prolog"].nodes.append(Node(proc, out, err))
         started["prolog"].began = time.monotonic()  # type: ignore[attr-defined]
-        deadline = time.monotonic() + DEADLINE
-        running = [n for sc in started.values() for n in sc.nodes]
-        while running and time.monotonic() < deadline:
-            for node in [n for n in running if n.proc.poll() is not None]:
-                node.ended = time.monotonic()  # type: ignore[attr-defined]
-                running.remove(node)
-            time.sleep(0.1)
-        assert not running, [n.proc.args for n in running]
+        wait_for(started["prolog"].nodes)
         time.sleep(0.5)
         for scenario in started.values():
             scenario.leftover = _leftovers(scenario.tag)  # type: ignore[attr-defined]
