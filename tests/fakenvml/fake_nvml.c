@@ -371,10 +371,15 @@ int nvmlDeviceGetMigMode(void *h, unsigned *cur, unsigned *pend) {
     *cur = *pend = d->mig;
     return 0;
 }
-int nvmlDeviceGetMaxMigDeviceCount(void *h, unsigned *n) { DEVICE("nvmlDeviceGetMaxMigDeviceCount", "mig"); *n = MAXMIG; return 0; }
+/* As a real H100 with MIG disabled answers (tests/fixtures/real_h100_nvml.json): no MIG slots, NOT_FOUND */
+int nvmlDeviceGetMaxMigDeviceCount(void *h, unsigned *n) {
+    DEVICE("nvmlDeviceGetMaxMigDeviceCount", "mig");
+    *n = d->mig ? MAXMIG : 0;
+    return 0;
+}
 int nvmlDeviceGetMigDeviceHandleByIndex(void *h, unsigned i, void **out) {
     DEVICE("nvmlDeviceGetMigDeviceHandleByIndex", "mig");
-    if (!d->mig) return 29;
+    if (!d->mig) return 6;
     if (i >= (unsigned)d->nmig) return 6; /* NOT_FOUND: an empty slot */
     *out = &d->migs[i];
     return 0;
