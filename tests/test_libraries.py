@@ -19,6 +19,7 @@ from cudadoctor.backends.libraries import (
     satisfies,
 )
 from cudadoctor.knowledge import companions
+from tests.conftest import ROOT
 
 PINS_28 = [
     'nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux" and platform_machine == "x86_64"',
@@ -309,7 +310,7 @@ def test_every_family_shadowed_through_one_ld_library_path_entry_is_one_finding(
     assert len(shadow) == 1 and shadow[0].severity is Severity.WARNING
     assert shadow[0].title == f"torch loaded 2 CUDA libraries (cublas, nvjitlink) from {d} instead of its own"
     assert f'grep -vxF "{d}"' in cmds(shadow[0])[0]
-    assert [r[0] for r in shadow[0].tables[0].rows] == ["cublas", "nvjitlink"]
+    assert [r[0] for r in shadow[0].tables[0].rows] == ["cublas", "nvJitLink"]
     assert by["CD218"].severity is Severity.INFO
 
 
@@ -846,3 +847,88 @@ def test_crafted_conda_env_end_to_end(tmp_path):
         f"mamba remove -p {prefix} -y pytorch pytorch-mutex cpuonly",
         f'mamba install -p {prefix} -c conda-forge pytorch-gpu "cuda-version=12.6"',
     ]
+
+
+def _requires(name: str) -> list[str]:
+    text = (ROOT / "tests" / "fixtures" / "metadata" / name).read_text()
+    return [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+
+
+def test_torch_2_11_cu130_pins_read_as_on_pypi(tmp_path):
+    """The real Requires-Dist of torch 2.11.0 and cuda-toolkit 13.0.2 (tests/fixtures/metadata). On a
+    healthy H100 box the doctor warned "26 missing": cuda-toolkit's markers are
+    `(sys_platform == 'linux' or sys_platform == 'win32') and extra == 'all'`, and an evaluator without
+    parentheses took every extra's pin (nvcc, npp, nvjpeg …, each twice) as torch's."""
+    site = tmp_path / "site"
+    dist(site, "torch", "2.11.0+cu130", _requires("torch-2.11.0.requires.txt"), files=["torch/__init__.py"])
+    toolkit = _requires("cuda-toolkit-13.0.2.requires.txt")
+    dist(site, "cuda-toolkit", "13.0.2", toolkit)
+    asked = [
+        "cublas",
+        "cudart",
+        "cufft",
+        "cufile",
+        "cupti",
+        "curand",
+        "cusolver",
+        "cusparse",
+        "nvjitlink",
+        "nvrtc",
+        "nvtx",
+    ]
+    installed = {}
+    for line in toolkit:
+        name, spec, marker = parse_requirement(line)
+        extra = marker.rsplit("'", 2)[-2]
+        if extra in asked:
+            installed[name] = spec.removeprefix("==").removesuffix(".*")
+    installed |= {
+        "nvidia-cudnn-cu13": "9.19.0.56",
+        "nvidia-cusparselt-cu13": "0.8.0",
+        "nvidia-nccl-cu13": "2.28.9",
+        "nvidia-nvshmem-cu13": "3.4.5",
+    }
+    for name, version in installed.items():
+        dist(site, name, version)
+    lf = library_facts(
+        None, site_dirs=[str(site)], torch_dir=None, prefix=str(tmp_path), ld_library_path=None, python_version="3.12.3"
+    )
+    packages = [p.package for p in lf.pins]
+    assert len(packages) == len(set(packages)), "a pin is listed twice"
+    assert set(packages) == {"cuda-toolkit", *installed}
+    assert all(p.ok for p in lf.pins), [p for p in lf.pins if not p.ok]
+    # and a library of an extra torch did not ask for is not torch's business
+    assert "nvidia-cuda-nvcc" not in packages and "nvidia-npp" not in packages
+
+
+def test_markers_with_parentheses_bind_as_pep_508_says():
+    env = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": "x86_64", "python_version": "3.12"}
+    both = "(sys_platform == 'linux' or sys_platform == 'win32') and extra == '{}'"
+    assert not marker_applies(both.format("all"), env, ["cublas"])
+    assert marker_applies(both.format("cublas"), env, ["cublas"])
+    assert not marker_applies("sys_platform == 'win32' and (extra == 'a' or extra == 'b')", env, ["a"])
+    assert marker_applies("sys_platform == 'win32' or (extra == 'a' and python_version >= '3.10')", env, ["a"])
+    assert marker_applies("platform_machine not in 'aarch64 arm64'", env)
+    assert marker_applies("an unreadable ( marker", env)  # unknown shapes keep the pin
+
+
+def test_loaded_libraries_are_named_by_file_and_paths_keep_their_end():
+    """On the H100 box libcublas and libcublasLt both showed as "cublas", libcusparseLt as "cusparse", and
+    the File column kept "/opt/torch/.venv/lib/pyth…": the one part every row shares."""
+    from cudadoctor.render.layout import table_lines
+    from cudadoctor.rules.libraries import _table
+
+    site = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia"
+    libs = [
+        LoadedLibrary("cublas", f"{site}/cu13/lib/libcublas.so.13", "wheel", "13.1.0.3", package="nvidia-cublas"),
+        LoadedLibrary("cublas", f"{site}/cu13/lib/libcublasLt.so.13", "wheel", "13.1.0.3", package="nvidia-cublas"),
+        LoadedLibrary(
+            "cusparse", f"{site}/cusparselt/lib/libcusparseLt.so.0", "wheel", "0.8.0", package="nvidia-cusparselt-cu13"
+        ),
+        LoadedLibrary("cudnn", "C:\\torch\\lib\\cudnn_graph64_9.dll", "torch", "9.1"),
+    ]
+    lines = table_lines(_table(libs), 72)
+    assert [ln.split()[0] for ln in lines] == ["Library", "cublas", "cublasLt", "cusparseLt", "cudnn_graph64_9"]
+    assert all(len(ln) <= 72 for ln in lines)
+    assert lines[2].endswith("lib/libcublasLt.so.13") and "…" in lines[2]
+    assert lines[0].split()[-1] == "File"  # the layout mark is not shown

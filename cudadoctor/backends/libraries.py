@@ -202,45 +202,99 @@ def owners_of_files(dists: Mapping[str, metadata.Distribution]) -> dict[str, tup
     return out
 
 
-_MARKER = re.compile(r"""^\s*(\w+)\s*(==|!=|<=|>=|<|>|in|not in)\s*['"]([^'"]*)['"]\s*$""")
+_MARKER_TOKEN = re.compile(
+    r"""\s*(?:(?P<open>\()|(?P<close>\))|(?P<bool>and|or)\b|"""
+    r"""(?P<var>\w+)\s*(?P<op>==|!=|<=|>=|<|>|not\s+in|in)\s*(?P<q>['"])(?P<value>[^'"]*)(?P=q))"""
+)
 
 
 def marker_applies(marker: str, env: Mapping[str, str], extras: Iterable[str] = ()) -> bool:
-    """A small evaluator for the markers torch's Requires-Dist uses (platform_system, platform_machine,
-    sys_platform, python_version; `extra` is active only for the extras asked for). Unknown shapes count
-    as true."""
-    marker = marker.strip().strip("()")
-    if not marker:
-        return True
-    for alternative in re.split(r"\s+or\s+", marker):
-        ok = True
-        for clause in re.split(r"\s+and\s+", alternative):
-            m = _MARKER.match(clause.strip().strip("()"))
-            if not m:
-                continue
-            var, op, value = m.groups()
-            if var == "extra":
-                active = canonical(value) in {canonical(e) for e in extras}
-                ok = ok and (active if op == "==" else not active)
-                continue
-            have = env.get(var)
-            if have is None:
-                continue
-            if var == "python_version":
-                cmp = _compare(have, value)
-                result = {"==": cmp == 0, "!=": cmp != 0, "<": cmp < 0, "<=": cmp <= 0, ">": cmp > 0, ">=": cmp >= 0}
-                ok = ok and result.get(op, True)
-            elif op == "==":
-                ok = ok and have == value
-            elif op == "!=":
-                ok = ok and have != value
-            elif op == "in":
-                ok = ok and have in value
-            elif op == "not in":
-                ok = ok and have not in value
-        if ok:
+    """Whether a PEP 508 marker of the shapes torch's and cuda-toolkit's Requires-Dist use holds here:
+    comparisons of platform_system, platform_machine, sys_platform, python_version and `extra` (active only
+    for the extras asked for), joined by `and`/`or` with parentheses (`(sys_platform == 'linux' or
+    sys_platform == 'win32') and extra == 'all'`). A variable we do not know, or a shape we cannot read,
+    counts as true: an unknown never drops a pin."""
+    tokens: list[tuple[str, tuple[str, str, str] | None]] = []
+    pos, text = 0, marker.strip()
+    while pos < len(text):
+        m = _MARKER_TOKEN.match(text, pos)
+        if not m or m.end() == pos:
             return True
-    return False
+        pos = m.end()
+        if m.group("open"):
+            tokens.append(("(", None))
+        elif m.group("close"):
+            tokens.append((")", None))
+        elif m.group("bool"):
+            tokens.append((m.group("bool"), None))
+        else:
+            op = " ".join(m.group("op").split())
+            tokens.append(("cmp", (m.group("var"), op, m.group("value"))))
+        if text[pos:].strip() == "":
+            break
+    if not tokens:
+        return True
+    wanted = {canonical(e) for e in extras}
+
+    def compare(var: str, op: str, value: str) -> bool:
+        if var == "extra":
+            active = canonical(value) in wanted
+            return active if op == "==" else not active
+        have = env.get(var)
+        if have is None:
+            return True
+        if var == "python_version":
+            c = _compare(have, value)
+            return {"==": c == 0, "!=": c != 0, "<": c < 0, "<=": c <= 0, ">": c > 0, ">=": c >= 0}.get(op, True)
+        if op == "==":
+            return have == value
+        if op == "!=":
+            return have != value
+        if op == "in":
+            return have in value
+        if op == "not in":
+            return have not in value
+        return True
+
+    i = 0
+
+    def expr() -> bool:  # expr := conj ("or" conj)*
+        nonlocal i
+        result = conj()
+        while i < len(tokens) and tokens[i][0] == "or":
+            i += 1
+            result = conj() or result
+        return result
+
+    def conj() -> bool:  # conj := atom ("and" atom)*
+        nonlocal i
+        result = atom()
+        while i < len(tokens) and tokens[i][0] == "and":
+            i += 1
+            result = atom() and result
+        return result
+
+    def atom() -> bool:
+        nonlocal i
+        if i >= len(tokens):
+            raise ValueError("marker ends early")
+        kind, cmp = tokens[i]
+        i += 1
+        if kind == "(":
+            result = expr()
+            if i >= len(tokens) or tokens[i][0] != ")":
+                raise ValueError("unbalanced parenthesis")
+            i += 1
+            return result
+        if kind == "cmp" and cmp is not None:
+            return compare(*cmp)
+        raise ValueError(f"unexpected {kind}")
+
+    try:
+        result = expr()
+    except ValueError:
+        return True
+    return result if i == len(tokens) else True
 
 
 def _nums(v: str) -> tuple[int, ...]:
@@ -325,15 +379,17 @@ def pin_checks(
 ) -> list[PinCheck]:
     """torch's nvidia-* requirements that apply here (and those of the CUDA meta-packages it pins), each
     against the installed version."""
-    out = []
+    out: list[PinCheck] = []
+    seen: set[tuple[str, str]] = set()
     for line in requires:
         req = parse_requirement(line)
         if req is None:
             continue
         name, spec, marker = req
         wanted = name.startswith("nvidia-") or name in META_PACKAGES
-        if not wanted or not spec or not marker_applies(marker, env, extras):
+        if not wanted or not spec or not marker_applies(marker, env, extras) or (name, spec) in seen:
             continue
+        seen.add((name, spec))
         have = installed.get(name)
         out.append(PinCheck(name, spec, have, have is not None and satisfies(have, spec)))
         sub = (requires_of or {}).get(name)
