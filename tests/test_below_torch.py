@@ -19,7 +19,7 @@ from cudadoctor.facts import BandwidthFacts, CudaDriverFacts, DriverFacts, Facts
 from cudadoctor.facts.measure import PeerTransfer
 from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, PlatformFacts, WslFacts, XidEvent
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS, NVML_ERRORS
-from cudadoctor.report import Severity
+from cudadoctor.report import Severity, build
 from cudadoctor.rules import evaluate
 from cudadoctor.rules.catalogue import CATALOGUE
 from cudadoctor.rules.health import health_flags
@@ -488,6 +488,18 @@ def test_capabilities_without_compute_explain_a_missing_libcuda():
     findings = evaluate(facts, [])
     assert "CD145" in codes(findings)
     assert by_code(findings, "CD121").cause == "CD145"
+
+
+def test_capabilities_explain_libcuda_even_when_only_the_platform_probe_saw_the_container():
+    """Found by the story properties on another machine: the system probe said "not a container" while the
+    platform probe read the runtime and its capabilities; CD121 then stood as a second root cause and
+    took the verdict from CD145."""
+    facts = healthy([gpu(0, "NVIDIA L4", "8.9")], in_container=False)
+    facts.platform = PlatformFacts(container=ContainerFacts(runtime="docker", driver_capabilities="utility"))
+    facts.cuda_driver = CudaDriverFacts(library_found=False)
+    findings = evaluate(facts, [])
+    assert by_code(findings, "CD121").cause == "CD145"
+    assert 'lacks "compute"' in build("check", facts, [], findings).verdict
 
 
 def test_memory_used_without_processes_in_a_container_says_pid_namespace():

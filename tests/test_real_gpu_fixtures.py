@@ -81,3 +81,20 @@ def test_gpus_on_the_fake_h100_prints_what_the_real_one_did(fake_env):
     )
     fake = json.loads(out.stdout)
     assert {k: v for k, v in fake.items() if k != "created"} == {k: v for k, v in REAL_GPUS.items() if k != "created"}
+
+
+def test_a_smoke_run_where_the_gpu_lost_says_slower_not_0_3x_faster():
+    """The first `check --full` on the H100 timed the CNN at 36.6 steps/s on the CPU and 11.6 on the GPU
+    (warm-up inside the timed steps, inductor compiling beside it) and titled it "CNN 0.3x faster"."""
+    from cudadoctor.facts import SmokeStep
+    from cudadoctor.rules.measurements import evaluate
+    from tests.test_measurements import by_code, h100, smoke_ok
+
+    facts = h100()
+    facts.smoke = smoke_ok()
+    facts.smoke.steps = [
+        SmokeStep("cpu", "cnn", [2.30, 2.25], 36.6),
+        SmokeStep("cuda:0", "cnn", [2.30, 2.25], 11.6),
+    ]
+    title = by_code(evaluate(facts))["CD406"].title
+    assert "CNN 3.2x slower on the GPU" in title and "faster" not in title

@@ -508,3 +508,12 @@ def test_pip_freeze_direct_url_wheel():
         ["torch @ https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp310-cp310-linux_x86_64.whl"]
     )
     assert part.values["torch_version"] == "2.1.0+cu121" and part.values["torch_cuda"] == "12.1"
+
+
+def test_a_healthy_h100_collect_env_does_not_claim_zero_gpus():
+    """Real output of a lent H100 (issue 19): collect_env's GPU list comes from nvidia-smi, so which devices
+    torch sees is unknown — once rendered as "uses 0 GPUs: no devices"."""
+    rep = diagnose(read(paste("collect_env_2.11_real_h100.txt")))
+    ok = next(f for f in rep.findings if f.code == "CD200")
+    assert ok.title == "torch 2.11.0+cu130 (CUDA 13.0) can use CUDA: torch.cuda.is_available() is True"
+    assert rep.status is Status.HEALTHY

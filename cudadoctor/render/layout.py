@@ -32,6 +32,20 @@ def cut(text: str, width: int) -> str:
     return "".join(out) + "…"
 
 
+def cut_left(text: str, width: int) -> str:
+    """At most `width` columns, keeping the end (of a path) behind an ellipsis."""
+    if display_width(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in reversed(text):
+        w = char_width(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "…" + "".join(reversed(out))
+
+
 def pad(text: str, width: int, right: bool = False) -> str:
     fill = " " * max(0, width - display_width(text))
     return fill + text if right else text + fill
@@ -115,11 +129,18 @@ def _words(text: str) -> list[str]:
     return out
 
 
+def column_name(column: str) -> str:
+    """A table column's header without its layout mark (">" right-aligned, "<" cut from the left)."""
+    return column.rstrip("<>")
+
+
 def table_lines(table: Table, width: int) -> list[str]:
     """Header and rows in aligned columns within `width`, shortening the widest column first.
-    Columns whose header ends with ">" are right-aligned (the ">" is not shown)."""
+    Columns whose header ends with ">" are right-aligned; those ending with "<" (paths) are shortened
+    from the left, keeping their end (neither mark is shown)."""
     right = [c.endswith(">") for c in table.columns]
-    header = [c.rstrip(">") for c in table.columns]
+    left_cut = [c.endswith("<") for c in table.columns]
+    header = [column_name(c) for c in table.columns]
     rows = [[str(x) for x in r] for r in table.rows]
     widths = [
         max([display_width(header[i])] + [display_width(r[i]) for r in rows if i < len(r)]) for i in range(len(header))
@@ -131,7 +152,14 @@ def table_lines(table: Table, width: int) -> list[str]:
     out = []
     for cells in [header, *rows]:
         parts = [
-            pad(cut(cells[i] if i < len(cells) else "", widths[i]), widths[i], right[i]) for i in range(len(widths))
+            pad(
+                (cut_left if left_cut[i] and cells is not header else cut)(
+                    cells[i] if i < len(cells) else "", widths[i]
+                ),
+                widths[i],
+                right[i],
+            )
+            for i in range(len(widths))
         ]
         out.append((" " * gap).join(parts).rstrip())
     return out

@@ -16,7 +16,7 @@ def _cell(value: object) -> str:
 
 
 def _table(table: dict) -> list[str]:
-    cols = [c.rstrip(">") for c in table["columns"]]
+    cols = [c.rstrip("<>") for c in table["columns"]]
     align = ["---:" if c.endswith(">") else "---" for c in table["columns"]]
     rows = [f"  | {' | '.join(_cell(x) for x in row)} |" for row in table["rows"]]
     return [f"  | {' | '.join(cols)} |", f"  |{'|'.join(align)}|", *rows]

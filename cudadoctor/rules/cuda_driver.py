@@ -95,7 +95,10 @@ def evaluate(f: Facts) -> list[Finding]:
         ]
     if not c.library_found:
         if nvml_ok:
-            in_container = f.system is not None and f.system.in_container is True
+            # either probe's evidence of a container: the platform facts (runtime, capabilities) or the system's
+            in_container = (f.system is not None and f.system.in_container is True) or containers.container(
+                f
+            ) is not None
             fixes = (
                 [
                     fix(

@@ -367,6 +367,12 @@ def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
 def _torch_ok(t: TorchFacts) -> Finding:
     names = ", ".join(sorted({d.name or "?" for d in t.devices})) or "no devices"
     cudnn = cudnn_int_to_str(t.cudnn_version)
+    if t.device_count is None and not t.devices:
+        # a paste (collect_env) says CUDA is available but not which devices torch sees: unknown, not zero
+        return TORCH_OK.finding(
+            title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) can use CUDA: "
+            "torch.cuda.is_available() is True"
+        )
     return TORCH_OK.finding(
         title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) uses "
         f"{plural(t.device_count or 0, 'GPU')}: {names}",

@@ -233,6 +233,26 @@ PIDS_HIDDEN = entry(
     fixes=(fix("Share the host's PID namespace, or watch from the host", "docker run --pid=host …"),),
 )
 
+WAITING = entry(
+    "CD714",
+    "watch-gpu-waits-on-nothing-busy",
+    Severity.WARNING,
+    SECTION,
+    "The GPU sat idle while the CPU was not busy either: the program waits",
+    """GPU utilisation stayed low while neither the main process nor any DataLoader worker was busy and
+    the PCIe link was quiet: each step spends most of its time waiting, not computing. The usual causes
+    are reading data from a slow disk or the network in the main process, `time.sleep` or polling, a lock
+    or a queue shared with another process, and a synchronising call every step (`loss.item()`,
+    `print(tensor)`, `torch.cuda.synchronize()`). A profile of the waiting process shows where the time
+    goes.""",
+    fixes=(
+        fix(
+            "See where the main process waits (py-spy shows idle frames with --idle)",
+            "py-spy dump --pid PID",
+            "py-spy record --idle -o profile.svg --pid PID",
+        ),
+    ),
+)
 
 # ---- helpers over the timeline ------------------------------------------------------------------------
 
@@ -499,7 +519,7 @@ def _input_bound(tl: Timeline, index: int) -> list[Finding]:
     main_bound = cpu.main_saturated >= BUSY_SHARE
     workers_bound = cpu.workers > 0 and cpu.workers_saturated >= BUSY_SHARE
     if not (main_bound or workers_bound):
-        return []
+        return _waiting(tl, index, mean, idle, cpu)
     pattern = (
         f"swung between idle and busy ({idle * 100:.0f} % of samples below {IDLE_UTIL} %, {peak * 100:.0f} % at "
         f"{PEAK_UTIL} % or more)"
@@ -558,6 +578,38 @@ def _input_bound(tl: Timeline, index: int) -> list[Finding]:
             title=f"The CPU cannot feed {_label(tl, index)}: its utilisation {pattern} while {who}",
             fix=fixes,
             tables=[table],
+        )
+    ]
+
+
+def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -> list[Finding]:
+    """Low utilisation with the CPU side known and not busy, and no copy traffic to blame (CD704 says that):
+    the time goes to waiting. Unknown CPU figures say nothing."""
+    if cpu.main_mean is None or _copies(tl, index):
+        return []
+    busy = _known(s.cpu_busy for s, _ in _on_gpu(tl, index))
+    if busy and _mean(busy) >= MACHINE_BUSY:
+        return []  # every core busy with something else: not a program that waits
+    # a command that was run is profiled by running it again; a watched --pid may still be running
+    if tl.command:
+        profile = [f"py-spy record --idle -o profile.svg -- {shlex.join(tl.command)}"]
+    else:
+        pid = tl.pid if tl.pid is not None else "PID"
+        profile = [f"py-spy dump --pid {pid}", f"py-spy record --idle -o profile.svg --pid {pid}"]
+    return [
+        WAITING.finding(
+            title=(
+                f"{_label(tl, index)} sat idle in {idle * 100:.0f} % of samples (utilisation averaged {mean:.0f} %) "
+                f"while the main process used {_pct(cpu.main_mean)} of a core: the program waits"
+            ),
+            fix=[
+                fix("See where the main process waits (py-spy shows idle frames with --idle)", *profile),
+                fix(
+                    "Load data in worker processes so reading overlaps with compute",
+                    "DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, persistent_workers=True)",
+                ),
+                fix("Avoid a synchronising call every step", "# log loss.item() every N steps, not every step"),
+            ],
         )
     ]
 
