@@ -12,8 +12,8 @@ class TorchDevice:
     index: int
     name: str | None = None
     capability: str | None = None  # "8.6"
-    total_memory: int | None = None
-    uuid: str | None = None
+    total_memory: int | None = None  # NVML's total less the driver's reservation (real H100: 480 MiB less)
+    uuid: str | None = None  # as torch prints it: NVML's UUID without "GPU-" (tests/fixtures/real_h100_nvml.json)
 
 
 @dataclass
