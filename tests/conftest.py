@@ -35,6 +35,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# The doctor's test seam (backends/nvml.py): libcuda.so.1 and libnvidia-ml.so.1 only from these
+# directories, so that a machine with a real driver (found through ldconfig) sees only the fakes.
+LIBRARY_DIRS = "CUDADOCTOR_LIBRARY_DIRS"
+
+
+def fake_machine_env(machine: Path, dirs: list[str] | list[Path], ld_path: str = "") -> dict[str, str]:
+    """The environment that makes a process see the fake machine description and only the fake libraries
+    in `dirs` (fake_libs[0]: NVML, fake_libs[1]: libcuda; leave one out to make it missing)."""
+    names = [str(d) for d in dirs]
+    return {
+        "FAKE_NVML_MACHINE": str(machine),
+        "LD_LIBRARY_PATH": ":".join([*names, ld_path]) if ld_path else ":".join(names),
+        LIBRARY_DIRS: os.pathsep.join(names),
+    }
+
+
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     built = build(tmp_path_factory.mktemp("fakenvml"))
@@ -69,14 +85,13 @@ def run_cli(fake_libs: tuple[Path, Path], tmp_path: Path):
         env: dict | None = None,
         timeout: float = 60,
     ) -> Run:
-        e = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML"))}
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", LIBRARY_DIRS))}
         e["PYTHONPATH"] = str(ROOT)
         if machine is not None:
             path = tmp_path / "machine.txt"
             path.write_text(machine)
-            e["FAKE_NVML_MACHINE"] = str(path)
             dirs = [str(nvml_dir)] + ([str(cuda_dir)] if libcuda else [])
-            e["LD_LIBRARY_PATH"] = ":".join([*dirs, e.get("LD_LIBRARY_PATH", "")])
+            e.update(fake_machine_env(path, dirs, e.get("LD_LIBRARY_PATH", "")))
         e.update(env or {})
         p = subprocess.run(
             [sys.executable, "-m", "cudadoctor", *args],

@@ -16,7 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from cudadoctor.backends.ckpt import audit_globals, inspect_path, scan_pickle
+from cudadoctor.backends.paste import read
 from cudadoctor.cli import cli
+from cudadoctor.commands.triage import diagnose
 from cudadoctor.facts.ckpt import CkptFacts, CkptTorch, ModelComparison
 from cudadoctor.report import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from cudadoctor.rules import ckpt as rules
@@ -252,12 +254,24 @@ def test_malicious_pickle_is_never_run(tmp_path):
     assert not marker.exists() and not (tmp_path / "out.pt").exists()
 
 
-def test_cuda_tagged_checkpoint_needs_map_location_and_fix_loads_here(tmp_path):
+# torch.load's two wordings: no usable CUDA at all / fewer GPUs than the index saved on
+DESERIALIZE_ERRORS = (
+    "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are "
+    "running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
+    "storages to the CPU.",
+    "Attempting to deserialize object on CUDA device 3 but torch.cuda.device_count() is 1. Please use "
+    "torch.load with map_location to map your storages to an existing device.",
+)
+
+
+def test_cuda_tagged_checkpoint_needs_map_location_and_fix_loads_here(tmp_path, monkeypatch):
     model = Net()
     path = tmp_path / "gpu.pt"
     cuda_tagged(path, {"model": model.state_dict(), "epoch": 3}, ["cuda:0", "cuda:3"])
-    with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):
-        torch.load(path)  # the beginner's error, for real
+    # the beginner's error, for real: without CUDA, or (on a machine with fewer than 4 GPUs) the index
+    with pytest.raises(RuntimeError, match=r"Attempting to deserialize object on (a CUDA device|CUDA device 3)"):
+        torch.load(path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the doctor's torch child: no GPU on any machine
     code, data = inspect_json(path)
     assert data["facts"]["storage_devices"] == {"cuda:0": 1, "cuda:3": len(model.state_dict()) - 1}
     f = codes(data)["CD610"]
@@ -268,12 +282,22 @@ def test_cuda_tagged_checkpoint_needs_map_location_and_fix_loads_here(tmp_path):
     out = tmp_path / "cpu.pt"
     code, text, err = run("fix", str(path), "--out", str(out), "--to", "cpu")
     assert code == EXIT_OK, text + err
-    assert "CD645" in text and "cuda:3 mapped to" in text
+    flat = " ".join(text.split())  # the title holds the path: where it wraps depends on the tmp dir's length
+    assert "CD645" in text and "cuda:3 mapped to" in flat
     fixed = torch.load(out, weights_only=True, map_location=None)
     original = torch.load(path, map_location="cpu", weights_only=True)
     assert fixed["epoch"] == 3
     for k, v in original["model"].items():
         assert fixed["model"][k].device.type == "cpu" and torch.equal(fixed["model"][k], v)
+
+
+@pytest.mark.parametrize("message", DESERIALIZE_ERRORS)
+def test_both_deserialize_errors_are_recognised_in_a_paste(message):
+    rep = diagnose(read(f"Traceback (most recent call last):\nRuntimeError: {message}\n"))
+    found = {x.code: x for x in rep.findings}
+    assert "CD907" in found and "map_location" in json.dumps(found["CD907"].fix[0].commands)
+    if "device_count" in message:
+        assert found["CD907"].title == "A checkpoint saved on cuda:3 is loaded where torch sees 1 GPU"
 
 
 def test_device_index_beyond_count_rule():

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fake_machine_env
 
 # the node check probes that need nothing but NVML and the OS: fast, and all the mismatch table needs
 SKIP = "torch,pci,cuda_driver,toolkit,platform"
@@ -119,11 +119,13 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
         env["PYTHONPATH"] = str(ROOT)
         env["OMP_NUM_THREADS"] = "1"
         env["CUDADOCTOR_FLEET_TEST"] = json.dumps({"tag": started[scenario].tag, **kw.get("test", {})})
-        if kw.get("machine"):
+        if not kw.get("machine"):
+            # gloo on the CPU on any machine: with a real GPU the ranks would take cuda:LOCAL_RANK
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        else:
             path = tmp / f"{name}.machine"
             path.write_text(kw["machine"])
-            env["FAKE_NVML_MACHINE"] = str(path)
-            env["LD_LIBRARY_PATH"] = ":".join([str(nvml_dir), str(cuda_dir), env.get("LD_LIBRARY_PATH", "")])
+            env.update(fake_machine_env(path, [nvml_dir, cuda_dir], env.get("LD_LIBRARY_PATH", "")))
         cmd = [
             sys.executable,
             "-m",
@@ -198,6 +200,7 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
         argv[argv.index("--output") + 1] = str(tmp / "prolog.json")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", "NCCL_"))}
         env.update(PYTHONPATH=str(ROOT), CUDADOCTOR_FLEET_TEST=json.dumps({"tag": started["prolog"].tag}))
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU path on any machine, as on this GPU-less one
         out, err = tmp / "prolog.out", tmp / "prolog.err"
         with open(out, "w") as o, open(err, "w") as e:
             proc = subprocess.Popen(argv, stdout=o, stderr=e, env=env, cwd=tmp, start_new_session=True)
@@ -564,6 +567,35 @@ def test_events_of_a_hang_name_who_never_arrived():
     # the child killed by its parent's bound: the last step rank 0 announced is what hung
     ff = assemble(ChildRun(events=events[:3], timed_out=True, error="did not finish within 300 s"), lau, None, None)
     assert ff.hang.step == "all-reduce node 1048576"
+
+
+def test_a_rank_beyond_the_visible_gpus_gets_no_device_but_a_finding():
+    """2 ranks per node, 1 GPU visible: rank 1 must not try cuda:1 ("invalid device ordinal")."""
+    from cudadoctor.backends.fleet import ChildRun, Launch, assemble
+    from cudadoctor.backends.fleet_child import cuda_ordinal, short_ranks
+
+    assert [cuda_ordinal(lr, 1) for lr in range(2)] == [0, None]
+    assert cuda_ordinal(3, 8) == 3 and cuda_ordinal(0, 0) is None and cuda_ordinal(0, None) is None
+    rank = {"node_rank": 0, "host": "gpu00", "torch": "2.13.0", "local_rank": 0, "gpus": 1}
+    ranks = {0: rank, 1: dict(rank, local_rank=1), 2: dict(rank, node_rank=1, host="gpu01", local_rank=0, gpus=0)}
+    assert short_ranks(ranks) == [1]  # a node with no GPU at all is gloo's case (CD835), not this one
+    ranks[2]["gpus"] = None
+    assert short_ranks(ranks) == [1]
+    events = [{"event": "arrived", "ranks": {"0": rank, "1": dict(rank, local_rank=1)}, "missing": []}]
+    ff = assemble(ChildRun(events=events), Launch(0, 2, 0, 2, 0, 1, True), None, None)
+    assert [i.visible_gpus for i in ff.ranks] == [1, 1]
+    f = _codes(ff)["CD811"]
+    assert f.severity.name == "ERROR"
+    assert f.title == "gpu00: --nproc-per-node 2 exceeds the 1 GPU this node shows"
+    assert f.tables[0].rows == [["gpu00", "2", "1", "1"]]
+    assert f.fix[0].commands == ["torchrun --nproc-per-node 1 …"]
+    ff = _ff(2, 4)
+    for i in ff.ranks:
+        i.visible_gpus = 8
+    assert "CD811" not in _codes(ff)  # as many GPUs as ranks, or more: nothing to say
+    for i in ff.ranks:
+        i.visible_gpus = 2
+    assert _codes(ff)["CD811"].title == "2 nodes run more ranks than the GPUs they show"
 
 
 def test_never_arrived_ranks_are_named_by_node():

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.conftest import H100_HEALTHY, ROOT
+from tests.conftest import H100_HEALTHY, ROOT, fake_machine_env
 
 # The inner sessions leave the torch probe out (--cudadoctor-skip torch: the CPU torch here would make
 # every fake GPU machine fail on CD202).
@@ -35,6 +35,17 @@ def test_plain():
 """
 
 
+def _load_plugin() -> list[str]:
+    """The plugin's pytest11 entry point loads it where cudadoctor is installed; a plain checkout on
+    PYTHONPATH has none, so the inner session loads it by name (both at once would be an error)."""
+    from importlib.metadata import entry_points
+
+    autoload = not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    if autoload and any(ep.value == "cudadoctor.pytest_plugin" for ep in entry_points(group="pytest11")):
+        return []
+    return ["-p", "cudadoctor.pytest_plugin"]
+
+
 @pytest.fixture
 def inner(pytester, fake_libs, monkeypatch):
     pytester.makepyfile(test_inner=TESTS)
@@ -42,10 +53,12 @@ def inner(pytester, fake_libs, monkeypatch):
     def run(machine: str, *args: str):
         path = pytester.path / "machine.txt"
         path.write_text(machine)
-        monkeypatch.setenv("FAKE_NVML_MACHINE", str(path))
-        monkeypatch.setenv("LD_LIBRARY_PATH", f"{fake_libs[0]}:{fake_libs[1]}")
+        for key, value in fake_machine_env(path, fake_libs).items():
+            monkeypatch.setenv(key, value)
         monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        return pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider", "--cudadoctor-skip", "torch", *args)
+        return pytester.runpytest_subprocess(
+            "-rs", "-p", "no:cacheprovider", *_load_plugin(), "--cudadoctor-skip", "torch", *args
+        )
 
     return run
 

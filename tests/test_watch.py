@@ -22,6 +22,7 @@ from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, ProcSample,
 from cudadoctor.report import Severity
 from cudadoctor.rules import watch as rules
 from cudadoctor.rules.catalogue import CATALOGUE
+from tests.conftest import LIBRARY_DIRS, fake_machine_env
 
 GiB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent
@@ -427,7 +428,8 @@ def test_sampler_without_nvml_is_a_value(tmp_path: Path) -> None:
         "import os,sys,time; from cudadoctor.backends.sampler import Sampler; s=Sampler(os.getpid()); s.open();"
         "x=s.sample(); print(s.nvml_status, s.gpus, x.gpus)"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LD_LIBRARY_PATH": str(tmp_path)}
+    # an empty directory as the only place for libnvidia-ml, even where a real driver is installed
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LD_LIBRARY_PATH": str(tmp_path), LIBRARY_DIRS: str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert out.returncode == 0, out.stderr
     status, rest = out.stdout.split(" ", 1)
@@ -567,7 +569,7 @@ def _env(fake_libs, tmp_path: Path, machine: str = "") -> dict[str, str]:  # typ
     path = tmp_path / "machine.txt"
     path.write_text(machine)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML"))}
-    env.update(PYTHONPATH=str(ROOT), FAKE_NVML_MACHINE=str(path), LD_LIBRARY_PATH=str(fake_libs[0]))
+    env.update(PYTHONPATH=str(ROOT), **fake_machine_env(path, [fake_libs[0]]))
     return env
 
 

@@ -17,6 +17,10 @@ if sys.platform == "win32":
     names = ["nvcuda.dll"]
 else:
     names = ["libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1", "libcuda.so"]
+# CUDADOCTOR_LIBRARY_DIRS (a test seam, see backends/nvml.py): look only in those directories
+dirs = os.environ.get("CUDADOCTOR_LIBRARY_DIRS")
+if dirs is not None:
+    names = [os.path.join(d, "libcuda.so.1") for d in dirs.split(os.pathsep) if d]
 lib = None
 for name in names:
     out["candidates"].append(name)

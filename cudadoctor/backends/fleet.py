@@ -174,6 +174,7 @@ def assemble(run: ChildRun, lau: Launch, expected_nodes: int | None, expected_gp
                     torch=info.get("torch"),
                     torch_cuda=info.get("torch_cuda"),
                     nccl=info.get("nccl"),
+                    visible_gpus=info["gpus"] if isinstance(info.get("gpus"), int) else None,
                 )
             )
         for n, (host, label) in labels.items():

@@ -14,8 +14,8 @@ goes, so a run its parent has to kill still leaves what was learnt; the last lin
 
 argv[1]: JSON config (see backends/fleet.py); stdin: this node's check report (JSON) on local rank 0.
 CUDADOCTOR_FLEET_TEST (JSON, tests only): {"delay": {"RANK": seconds}, "exit": {"RANK": "step"},
-"hang": {"RANK": "step"}, "block": {"RANK": "step"}}: a straggler, a rank that dies, a rank that never
-arrives, a rank stuck inside a step (as in a blocking NCCL call).
+"hang": {"RANK": "step"}, "block": {"RANK": "step"}, "gpus": N}: a straggler, a rank that dies, a rank that
+never arrives, a rank stuck inside a step (as in a blocking NCCL call), N GPUs visible to every rank.
 """
 
 import contextlib
@@ -96,6 +96,7 @@ class Fleet:
         self.timeout = float(cfg.get("timeout", 60))
         self.test = json.loads(os.environ.get("CUDADOCTOR_FLEET_TEST") or "{}")
         self.result = {"rank": self.rank, "steps": {}, "error": None, "at": "start"}
+        self.short = []  # ranks whose node shows GPUs, but none for their LOCAL_RANK (rank 0's decision)
         self.store = None
         self.watchdog = None
         self.prefix = "cudadoctor/fleet/{}/{}/".format(
@@ -192,6 +193,12 @@ class Fleet:
     def arrive(self, payload):
         import torch
 
+        self.mark("arrive", 0)
+        if self.watchdog is not None:
+            self.watchdog.arm(
+                "arrive", float(self.cfg.get("wait_rank0", 120)) + float(self.cfg.get("join_timeout", 60)) + 30
+            )
+        # after arming: torch.cuda.is_available() runs cuInit, which hangs on a broken driver
         me = {
             "rank": self.rank,
             "local_rank": self.local_rank,
@@ -201,19 +208,14 @@ class Fleet:
             "torch": torch.__version__,
             "torch_cuda": getattr(torch.version, "cuda", None),
             "nccl": nccl_version(torch),
+            "gpus": self.test["gpus"] if "gpus" in self.test else visible_gpus(torch),
             "report": payload or None,
             "packages": nvidia_packages() if self.local_rank == 0 else None,
         }
-        self.mark("arrive", 0)
-        if self.watchdog is not None:
-            self.watchdog.arm(
-                "arrive", float(self.cfg.get("wait_rank0", 120)) + float(self.cfg.get("join_timeout", 60)) + 30
-            )
         ranks, missing = self.collect("arrive", me, float(self.cfg.get("join_timeout", 60)))
         if self.rank == 0:
             emit("arrived", ranks=ranks, missing=missing)
-            self.decide("arrive", {"missing": missing, "nodes": node_map(ranks)})
-            return {"missing": missing, "nodes": node_map(ranks)}
+            return self.decide("arrive", {"missing": missing, "nodes": node_map(ranks), "short": short_ranks(ranks)})
         return self.decide("arrive")
 
     def join_gloo(self):
@@ -325,11 +327,15 @@ class Fleet:
         if arrived["missing"]:
             return
         nodes = {int(k): v for k, v in arrived["nodes"].items()}
+        self.short = list(arrived.get("short") or [])
         if not self.join_gloo():
             return
         if self.cfg.get("gpu"):
             self.mark("gpu", 4)
-            self.result["gpu"] = measure_gpu(self.local_rank, self.cfg, self.h2d_turn)
+            if self.rank in self.short:  # no GPU of its own: rank 0 reports the node (not "invalid device ordinal")
+                self.put("h2d", self.node, self.local_rank, value=True)
+            else:
+                self.result["gpu"] = measure_gpu(self.local_rank, self.cfg, self.h2d_turn)
         if self.cfg.get("sizes"):
             self.nccl(nodes)
 
@@ -338,6 +344,8 @@ class Fleet:
         import torch.distributed as dist
 
         backend = self.cfg.get("backend") or ("nccl" if torch.cuda.is_available() else "gloo")
+        if backend == "nccl" and self.short:
+            return  # NCCL needs one GPU per rank: every rank skips it alike, the report names the node
         device = "cpu"
         if backend == "nccl":
             device = f"cuda:{self.local_rank}"
@@ -390,6 +398,32 @@ class Fleet:
         floor = self.cfg.get("busbw_floor")
         worlds = [v["busbw"] for k, v in self.result["steps"].items() if k.startswith("all-reduce world")]
         return bool(floor and worlds and max(worlds) < floor)
+
+
+def visible_gpus(torch):
+    """The GPUs this rank's torch sees (0 without usable CUDA); None when torch cannot tell."""
+    try:
+        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    except Exception:
+        return None
+
+
+def cuda_ordinal(local_rank, gpus):
+    """torchrun's one GPU per rank: cuda:LOCAL_RANK, or None when the node shows fewer GPUs than that
+    (torch would fail with "invalid device ordinal") or none it can tell of."""
+    if not isinstance(gpus, int) or not 0 <= local_rank < gpus:
+        return None
+    return local_rank
+
+
+def short_ranks(ranks):
+    """The ranks (from their arrival records) whose node shows GPUs, but none for their LOCAL_RANK."""
+    short = []
+    for r, v in ranks.items():
+        gpus = v.get("gpus")
+        if isinstance(gpus, int) and gpus > 0 and cuda_ordinal(int(v.get("local_rank", 0)), gpus) is None:
+            short.append(r)
+    return sorted(short)
 
 
 def nccl_version(torch):

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from cudadoctor.backends.nvml import _error_names, _text
+from cudadoctor.backends.nvml import _error_names, _text, preload_nvml
 from cudadoctor.facts.watch import HELPER, MAIN, OTHER, WORKER, GpuInfo, GpuSample, ProcSample, Sample
 
 _SKIP = ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NO_PERMISSION", "ARGUMENT_VERSION_MISMATCH")
@@ -43,6 +43,7 @@ class Nvml:
             return None
         self.names = _error_names(nv)
         try:
+            preload_nvml(nv)
             nv.nvmlInit()
         except nv.NVMLError as exc:
             self.status = self.names.get(exc.value, f"CODE_{exc.value}")

@@ -129,10 +129,11 @@ def load_report(text: str) -> tuple[Any, list[Any], dict[str, Any]]:
         raise FormatError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise FormatError("not a cudadoctor JSON report (nested too deeply)") from None
-    if not isinstance(data, dict) or data.get("tool") != "cudadoctor" or "facts" not in data:
-        raise FormatError("not a cudadoctor JSON report (no tool/facts fields)")
+    # Depth first: whether json.loads itself refuses deep nesting depends on the Python version
     if _depth(data) > MAX_DEPTH:
         raise FormatError("not a cudadoctor JSON report (nested too deeply)")
+    if not isinstance(data, dict) or data.get("tool") != "cudadoctor" or "facts" not in data:
+        raise FormatError("not a cudadoctor JSON report (no tool/facts fields)")
     version = data.get("schema_version")
     if version not in READERS:
         raise FormatError(

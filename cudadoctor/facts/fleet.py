@@ -18,6 +18,7 @@ class RankInfo:
     torch: str | None = None  # torch.__version__ in this rank's interpreter
     torch_cuda: str | None = None
     nccl: str | None = None
+    visible_gpus: int | None = None  # torch.cuda.device_count() in this rank (0: no usable CUDA)
 
 
 @dataclass

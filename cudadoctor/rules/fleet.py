@@ -49,6 +49,17 @@ GPU_COUNT = entry(
     one held in reset, or a container given fewer devices all look like this; torchrun with
     --nproc-per-node G then fails on that node only.""",
 )
+TOO_MANY_RANKS = entry(
+    "CD811",
+    "fleet-more-ranks-than-gpus",
+    Severity.ERROR,
+    S,
+    "More ranks per node than visible GPUs",
+    """torchrun starts --nproc-per-node ranks on each node and each rank takes cuda:LOCAL_RANK; on a node
+    that shows fewer GPUs the ranks beyond them fail with "CUDA error: invalid device ordinal" (or share a
+    GPU, which NCCL refuses). fleet skipped those ranks' GPU and NCCL steps. CUDA_VISIBLE_DEVICES, the
+    container's --gpus or the scheduler's GPU allocation decide how many GPUs the ranks see.""",
+)
 NODES_MISSING = entry(
     "CD803",
     "fleet-nodes-missing",
@@ -461,6 +472,39 @@ def _gpu_count(ff: FleetFacts) -> list[Finding]:
                     "a GPU the bus still shows but the driver lost (Xid 79) comes back only after a reset; drain the "
                     "node first",
                     "sudo reboot",
+                ),
+            ],
+        )
+    ]
+
+
+def _too_many_ranks(ff: FleetFacts) -> list[Finding]:
+    """Nodes whose ranks see GPUs, but fewer than the node runs ranks (each rank wants cuda:LOCAL_RANK)."""
+    short = []  # (label, ranks on the node, GPUs it shows)
+    for n in sorted({i.node_rank for i in ff.ranks}):
+        mine = [i for i in ff.ranks if i.node_rank == n]
+        shown = [i.visible_gpus for i in mine if i.visible_gpus]
+        nproc = max(i.local_rank for i in mine) + 1
+        if shown and nproc > min(shown):
+            short.append((ff.label(n), nproc, min(shown)))
+    if not short:
+        return []
+    label, nproc, gpus = short[0]
+    least = min(g for _, _, g in short)
+    rows = [[lab, str(p), str(g), ", ".join(str(i) for i in range(g, p))] for lab, p, g in short]
+    return [
+        TOO_MANY_RANKS.finding(
+            title=f"{label}: --nproc-per-node {nproc} exceeds the {plural(gpus, 'GPU')} this node shows"
+            if len(short) == 1
+            else f"{len(short)} nodes run more ranks than the GPUs they show",
+            tables=[Table(["Node", "Ranks", "GPUs visible", "Local ranks without a GPU"], rows)],
+            fix=[
+                fix("start one rank per visible GPU", f"torchrun --nproc-per-node {least} …"),
+                fix(
+                    "or make the node's other GPUs visible to the job (CUDA_VISIBLE_DEVICES, the container's "
+                    "--gpus, the scheduler's GPU request)",
+                    'echo "[$CUDA_VISIBLE_DEVICES]"',
+                    "nvidia-smi -L",
                 ),
             ],
         )
@@ -1017,6 +1061,7 @@ def evaluate(ff: FleetFacts) -> list[Finding]:
     findings += _gloo_and_torch(ff)
     findings += _hang_and_failures(ff)
     findings += _gpu_count(ff)
+    findings += _too_many_ranks(ff)
     findings += _mismatch(ff)
     findings += _phase1(ff)
     findings += _phase2(ff)
