@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     )
 
 # Where a probe runs: in the doctor's process ("here"), in a child of the interpreter being diagnosed
-# ("target", --python), or in the one measurement child of that interpreter ("measure").
+# ("target", --python), or in a measurement child of that interpreter ("measure"). When more than one
+# probe with a `stage` runs, they share ONE child of the target interpreter instead (torch is imported
+# once), each as a stage bounded by its own time, in registry order.
 HERE, TARGET, MEASURE = "here", "target", "measure"
 
 # A child process gets this share of its probe's bound, so its partial output still arrives in time.
@@ -45,10 +47,11 @@ class Context:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     python: str = sys.executable  # the interpreter whose torch is diagnosed
     timeout: float | None = None  # --timeout: one bound for every probe instead of each one's own
-    measurements: list[str] = field(default_factory=list)  # "bandwidth", "smoke": run in one child
+    measurements: list[str] = field(default_factory=list)  # the measurement probes chosen (for show)
     transfer_size: int = 256 << 20
     shared: dict[str, Any] = field(default_factory=dict)  # per-run state probes share (one child)
     bounds: dict[str, float] = field(default_factory=dict)  # probe name -> its bound in this run
+    session: list[Probe] = field(default_factory=list)  # the stages of the shared torch child, if any
 
     def child_timeout(self, probe: str) -> float:
         """How long a child started by this probe may run."""
@@ -63,6 +66,8 @@ class Probe:
     where: str = HERE
     default: bool = True  # part of a plain `check`; False: only with --full / --only
     help: str = ""
+    # its child's work as a stage of the shared torch child: (script, function, args)
+    stage: Callable[[Context], tuple[str, str, list[Any]]] | None = None
 
 
 # Backends are imported when a probe runs, on its own thread: `check` reaches the slow torch child
@@ -71,15 +76,33 @@ class Probe:
 
 def collect_torch(ctx: Context) -> TorchFacts:
     from cudadoctor.backends.libraries import enrich
-    from cudadoctor.backends.torchenv import query_torch
+    from cudadoctor.backends.torchenv import query_torch, torch_facts
 
+    session = _session(ctx)
+    if session is not None:
+        return enrich(torch_facts(ctx.python, session.result("torch")))
     return enrich(query_torch(ctx.python, timeout=ctx.child_timeout("torch"), env=dict(ctx.environ)))
 
 
-def collect_compile(ctx: Context) -> CompileFacts:
-    from cudadoctor.backends.compile import query_compile
+def stage_torch(ctx: Context) -> tuple[str, str, list[Any]]:
+    from cudadoctor.backends.torchenv import STAGE
 
+    return STAGE
+
+
+def collect_compile(ctx: Context) -> CompileFacts:
+    from cudadoctor.backends.compile import compile_facts, query_compile
+
+    session = _session(ctx)
+    if session is not None:
+        return compile_facts(ctx.python, session.result("compile"))
     return query_compile(ctx.python, timeout=ctx.child_timeout("compile"), env=dict(ctx.environ))
+
+
+def stage_compile(ctx: Context) -> tuple[str, str, list[Any]]:
+    from cudadoctor.backends.compile import STAGE
+
+    return STAGE
 
 
 def collect_system(ctx: Context) -> SystemFacts:
@@ -121,42 +144,92 @@ def collect_toolkit(ctx: Context) -> ToolkitFacts:
     return toolkit_facts(ctx.environ, timeout=ctx.child_timeout("toolkit"))
 
 
-_MEASURE_LOCK = threading.Lock()
-
-
-def _measurement(ctx: Context) -> Any:
-    # one child per run, kept on the run's Context: whichever measurement asks first starts it
-    from cudadoctor.backends.measure import SharedMeasurement
-
-    with _MEASURE_LOCK:
-        if "measurement" not in ctx.shared:
-            bound = max(ctx.child_timeout(n) for n in ctx.measurements) if ctx.measurements else 100.0
-            ctx.shared["measurement"] = SharedMeasurement(
-                ctx.python, ctx.measurements, timeout=bound, size=ctx.transfer_size
-            )
-        return ctx.shared["measurement"]
-
-
 def collect_bandwidth(ctx: Context) -> BandwidthFacts:
-    return _measurement(ctx).bandwidth()
+    return _measure(ctx, "bandwidth")
 
 
 def collect_smoke(ctx: Context) -> SmokeFacts:
-    return _measurement(ctx).smoke()
+    return _measure(ctx, "smoke")
 
 
-# The slowest starts first; the report orders its sections itself.
+def _measure(ctx: Context, name: str) -> Any:
+    from cudadoctor.backends.measure import SharedMeasurement, child_data, part_facts
+
+    session = _session(ctx)
+    if session is not None:
+        return part_facts(name, child_data(session.result(name)))
+    alone = SharedMeasurement(ctx.python, [name], timeout=ctx.child_timeout(name), size=ctx.transfer_size)
+    return alone.bandwidth() if name == "bandwidth" else alone.smoke()
+
+
+def stage_measure(ctx: Context, name: str) -> tuple[str, str, list[Any]]:
+    from cudadoctor.backends.measure import stage
+
+    return stage(name, ctx.transfer_size)
+
+
+_SESSION_LOCK = threading.Lock()
+
+
+def _session(ctx: Context) -> Any:
+    """The run's one shared torch child (backends/torch_session.py), or None when only one torch
+    probe runs (it starts its own child, as it always did). Whichever probe asks first creates it."""
+    if len(ctx.session) < 2:
+        return None
+    from cudadoctor.backends.torch_session import Stage, TorchSession
+
+    with _SESSION_LOCK:
+        if "torch_session" not in ctx.shared:
+            stages = [Stage(p.name, *p.stage(ctx), ctx.child_timeout(p.name)) for p in ctx.session if p.stage]
+            ctx.shared["torch_session"] = TorchSession(ctx.python, stages, env=dict(ctx.environ))
+        return ctx.shared["torch_session"]
+
+
+# The slowest starts first; the report orders its sections itself. The shared torch child runs its
+# stages in this order: the torch facts first, the measurements next (before compiling can leave
+# inductor's workers about), the compile check (the slowest, the likeliest to hang) last.
 REGISTRY: tuple[Probe, ...] = (
-    Probe("torch", collect_torch, 60, TARGET, help="torch in the target interpreter: build, CUDA, arch list, devices"),
+    Probe(
+        "torch",
+        collect_torch,
+        60,
+        TARGET,
+        help="torch in the target interpreter: build, CUDA, arch list, devices",
+        stage=stage_torch,
+    ),
     Probe("system", collect_system, 10, help="OS, distribution, container, WSL, /dev/shm, environment"),
     Probe("pci", collect_pci, 10, help="NVIDIA GPUs on the PCI bus, whatever the driver"),
     Probe("driver", collect_driver, 15, help="the NVIDIA driver and every GPU through NVML"),
     Probe("cuda_driver", collect_cuda_driver, 25, help="libcuda and cuInit, in a child process"),
     Probe("toolkit", collect_toolkit, 10, help="the CUDA toolkit on disk (nvcc, libcudart)"),
     Probe("platform", collect_platform, 15, help="below torch: WSL, kernel module, device nodes, container, Xid"),
-    Probe("bandwidth", collect_bandwidth, 120, MEASURE, False, "host-device copy bandwidth per GPU (--full)"),
-    Probe("smoke", collect_smoke, 120, MEASURE, False, "a CPU-vs-GPU training smoke test (--full)"),
-    Probe("compile", collect_compile, 150, TARGET, False, "torch.compile of a tiny function, CPU and GPU (--full)"),
+    Probe(
+        "bandwidth",
+        collect_bandwidth,
+        120,
+        MEASURE,
+        False,
+        "host-device copy bandwidth per GPU (--full)",
+        lambda ctx: stage_measure(ctx, "bandwidth"),
+    ),
+    Probe(
+        "smoke",
+        collect_smoke,
+        120,
+        MEASURE,
+        False,
+        "a CPU-vs-GPU training smoke test (--full)",
+        lambda ctx: stage_measure(ctx, "smoke"),
+    ),
+    Probe(
+        "compile",
+        collect_compile,
+        150,
+        TARGET,
+        False,
+        "torch.compile of a tiny function on the GPU, or the CPU without one (--full)",
+        stage_compile,
+    ),
 )
 
 
@@ -205,6 +278,12 @@ def run_probes(
     finished: dict[str, float] = {}
     for p in probes:
         ctx.bounds[p.name] = ctx.timeout if ctx.timeout is not None else p.timeout
+    # Two or more torch probes share one child, stage after stage: each waits for the stages before it.
+    staged = [p for p in probes if p.stage is not None]
+    ctx.session = staged if len(staged) > 1 else []
+    waits = dict(ctx.bounds)
+    for i, p in enumerate(ctx.session):
+        waits[p.name] = sum(ctx.bounds[q.name] for q in ctx.session[: i + 1])
 
     def work(probe: Probe) -> None:
         start = time.monotonic()
@@ -227,7 +306,7 @@ def run_probes(
     facts: dict[str, Any] = {}
     outcomes = []
     for probe, t in threads:
-        limit = ctx.bounds[probe.name]
+        limit = waits[probe.name]
         t.join(max(0.0, start + limit - time.monotonic()))
         if t.is_alive():
             outcomes.append(

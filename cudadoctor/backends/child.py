@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,29 @@ class _Reader(threading.Thread):
         return data.decode("utf-8", errors="replace")
 
 
+def _start(argv: Sequence[str], env: Mapping[str, str] | None, stdin: bool) -> subprocess.Popen | str:
+    """The started child (registered, so that kill_all ends it), or why it could not start."""
+    popen_kw: dict = {}
+    if sys.platform == "win32":
+        popen_kw["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    else:
+        popen_kw["start_new_session"] = True
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            **popen_kw,
+        )
+    except (OSError, ValueError) as exc:
+        return f"{argv[0]}: {getattr(exc, 'strerror', None) or exc}"
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    return proc
+
+
 def run_child(
     argv: Sequence[str],
     timeout: float,
@@ -131,25 +154,10 @@ def run_child(
     stdin: str | None = None,
     max_stdout: int = MAX_STDOUT,
 ) -> ChildResult:
-    popen_kw: dict = {}
-    if sys.platform == "win32":
-        popen_kw["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-    else:
-        popen_kw["start_new_session"] = True
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            **popen_kw,
-        )
-    except (OSError, ValueError) as exc:
-        return ChildResult(None, "", "", error=f"{argv[0]}: {getattr(exc, 'strerror', None) or exc}")
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
+    proc = _start(argv, env, stdin is not None)
+    if isinstance(proc, str):
+        return ChildResult(None, "", "", error=proc)
     try:
         out = _Reader(proc.stdout, max_stdout, False, lambda: _kill_tree(proc))
         err = _Reader(proc.stderr, MAX_STDERR, True, None)
@@ -181,6 +189,142 @@ def run_child(
             flooded=out.overflow,
             seconds=round(time.monotonic() - start, 3),
         )
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+
+
+STAGE_GRACE = 5.0  # after its last stage a child only has to exit
+
+
+class _StageReader(threading.Thread):
+    """Reads a staged child's stdout as it comes (see run_stages): each line belongs to the stage
+    running, and the stage's end line hands its lines on at once. At most `limit` bytes in all."""
+
+    def __init__(self, pipe: Any, limit: int, names: list[str], end_mark: str, on_end: Any, on_overflow: Any) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.limit, self.names, self.end_mark = pipe, limit, names, end_mark
+        self.on_end, self.on_overflow = on_end, on_overflow
+        self.lock = threading.Lock()  # guards what follows; on_end is called holding it
+        self.index = 0  # the stage running now
+        self.since = time.monotonic()  # when it started
+        self.lines: list[str] = []  # its output so far
+        self.closed = False  # the runner has given every stage its result: later lines are dropped
+        self.size = 0
+        self.overflow = False
+
+    def run(self) -> None:
+        pending = bytearray()
+        try:
+            while True:
+                chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
+                if not chunk:
+                    break
+                self.size += len(chunk)
+                if self.size > self.limit:
+                    self.overflow = True
+                    self.on_overflow()
+                    return
+                pending.extend(chunk)
+                cut = pending.rfind(b"\n", max(0, len(pending) - len(chunk)))
+                if cut >= 0:
+                    for raw in bytes(pending[:cut]).split(b"\n"):
+                        self._line(raw.decode("utf-8", errors="replace").rstrip("\r"))
+                    del pending[: cut + 1]
+        except (OSError, ValueError):
+            pass
+        if pending:
+            self._line(bytes(pending).decode("utf-8", errors="replace"))
+
+    def _line(self, text: str) -> None:
+        with self.lock:
+            if self.closed or self.index >= len(self.names):
+                return
+            name = self.names[self.index]
+            end = self.end_mark + name
+            if text != end and not text.startswith(end + " "):
+                self.lines.append(text)
+                return
+            lines, self.lines = self.lines, []
+            seconds = time.monotonic() - self.since
+            self.index += 1
+            self.since = time.monotonic()
+            message = text[len(end) :].strip()
+            # a stage that raised says why on its end line: a failed stage, the child goes on
+            self.on_end(name, ChildResult(1 if message else 0, "\n".join(lines), message, seconds=round(seconds, 3)))
+
+
+def run_stages(
+    argv: Sequence[str],
+    stages: Sequence[tuple[str, float]],
+    end_mark: str,
+    on_stage: Callable[[str, ChildResult], None],
+    env: Mapping[str, str] | None = None,
+    max_stdout: int = MAX_STDOUT,
+) -> None:
+    """Run ONE child that works through `stages` (name, seconds) in order and prints `end_mark + name`
+    after each (with a one-line message when the stage failed; on stderr too, without the message).
+    Each stage is bounded by its own seconds, counted from the end of the one before, and the output
+    of all of them by max_stdout.
+
+    on_stage(name, result) is called once per stage: as soon as its end line arrives, with the lines it
+    printed (a result as from a child that ran only that stage). A stage that overruns, crashes or
+    floods ends the child: it gets that failure with the lines it printed so far, exactly as a one-stage
+    child would, and every later stage a result saying it did not run and why."""
+    names = [name for name, _ in stages]
+    bounds = [seconds for _, seconds in stages]
+    proc = _start(argv, env, False)
+    if isinstance(proc, str):
+        for name in names:
+            on_stage(name, ChildResult(None, "", "", error=proc))
+        return
+    try:
+        out = _StageReader(proc.stdout, max_stdout, names, end_mark, on_stage, lambda: _kill_tree(proc))
+        err = _Reader(proc.stderr, MAX_STDERR, True, None)
+        out.start()
+        err.start()
+        overran = False
+        while True:
+            with out.lock:
+                index, since = out.index, out.since
+            remaining = since + (bounds[index] if index < len(bounds) else STAGE_GRACE) - time.monotonic()
+            if remaining <= 0:
+                overran = index < len(bounds)
+                break
+            try:
+                proc.wait(timeout=remaining)
+                break
+            except subprocess.TimeoutExpired:
+                continue  # the deadline moves on each time a stage ends
+        # the stages are over: whatever the child left running (workers, compilers) goes too
+        _kill_tree(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        out.join(2.0)
+        err.join(2.0)
+        with out.lock:
+            out.closed = True
+            index = out.index
+            if index >= len(names):
+                return
+            name, text, seconds = names[index], "\n".join(out.lines), round(time.monotonic() - out.since, 3)
+            code, stderr = proc.returncode, err.text()
+            if end_mark in stderr:  # the child marks stage ends on stderr too: keep this stage's part
+                stderr = stderr[stderr.rfind(end_mark) :].partition("\n")[2]
+            if overran:
+                res = ChildResult(None, text, stderr, timed_out=True, seconds=seconds)
+                why = f"did not finish within {bounds[index]:g} s"
+            else:
+                res = ChildResult(code, text, stderr, flooded=out.overflow, seconds=seconds)
+                if res.ok:  # exited cleanly in the middle of a stage
+                    res.error = "the child exited before this check finished"
+                why = f"failed: {res.failure()}"
+            on_stage(name, res)
+            for later in names[index + 1 :]:
+                reason = f"not run: the {name} check before it, in the same process, {why}"
+                on_stage(later, ChildResult(None, "", "", timed_out=overran, error=reason))
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)

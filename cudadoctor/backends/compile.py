@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from cudadoctor.backends.child import run_child
+from cudadoctor.backends.child import ChildResult, run_child
 from cudadoctor.facts.codec import FormatError, from_jsonable
 from cudadoctor.facts.libraries import CompileFacts
 
@@ -15,7 +15,15 @@ MARK = "CUDADOCTOR_COMPILE_FACTS "
 
 
 def query_compile(python: str, timeout: float, env: Mapping[str, str] | None = None) -> CompileFacts:
-    res = run_child([python, str(CHILD)], timeout=timeout, env=env)
+    return compile_facts(python, run_child([python, str(CHILD)], timeout=timeout, env=env))
+
+
+# The same work as one stage of the shared torch child (backends/torch_session.py): script, function, args.
+STAGE = (CHILD.name, "main", [])
+
+
+def compile_facts(python: str, res: ChildResult) -> CompileFacts:
+    """The facts of a compile child (or of its stage in the shared child), however it ended."""
     payloads = [ln[len(MARK) :] for ln in res.stdout.splitlines() if ln.startswith(MARK)]
     facts = CompileFacts(python_executable=python)
     if payloads:
@@ -25,7 +33,8 @@ def query_compile(python: str, timeout: float, env: Mapping[str, str] | None = N
             facts.child_error = f"unreadable output from the compile child: {exc}"
     if res.timed_out:
         facts.timed_out = True
+        if res.error:  # never started: an earlier stage of the shared child ran out of time
+            facts.child_error = res.error
     elif not res.ok and not facts.complete:
-        last = res.stderr.strip().splitlines()[-1:] if res.stderr.strip() else []
-        facts.child_error = res.error or (last[0] if last else f"exit code {res.returncode}")
+        facts.child_error = res.failure()
     return facts

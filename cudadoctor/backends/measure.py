@@ -1,7 +1,8 @@
 """Bandwidth and the training smoke test, measured by measure_child.py in the target interpreter.
 
-Both measurements share ONE child process per run (one torch import, and the smoke test never runs on
-the GPU while copies are being timed); the two probes wait for the same result.
+In a run with other torch checks each measurement is a stage of the one shared torch child
+(backends/torch_session.py); alone, SharedMeasurement runs measure_child.py for it. Either way the
+smoke test never runs on the GPU while copies are being timed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cudadoctor.backends.child import marked_json, run_child
+from cudadoctor.backends.child import ChildResult, marked_json, run_child
 from cudadoctor.facts import BandwidthFacts, SmokeFacts
 from cudadoctor.facts.codec import FormatError, from_jsonable
 
@@ -47,29 +48,41 @@ class SharedMeasurement:
             return self._result
 
     def _run(self) -> dict[str, Any]:
-        res = run_child([self.python, str(CHILD), json.dumps(self.config)], timeout=self.timeout)
-        data = marked_json(res, MARK) or {}
-        if res.timed_out:
-            data["timed_out"] = True
-        elif not res.ok:
-            data.setdefault("error", res.failure())
-        return data
+        return child_data(run_child([self.python, str(CHILD), json.dumps(self.config)], timeout=self.timeout))
 
     def bandwidth(self) -> BandwidthFacts:
-        return self._part("bandwidth", BandwidthFacts)
+        return part_facts("bandwidth", self.result())
 
     def smoke(self) -> SmokeFacts:
-        return self._part("smoke", SmokeFacts)
+        return part_facts("smoke", self.result())
 
-    def _part(self, name: str, cls: Any) -> Any:
-        data = self.result()
-        part = data.get(name)
-        if part is None:
-            facts = cls()
-            facts.timed_out = bool(data.get("timed_out"))
-            facts.error = data.get("error") or ("did not finish in time" if facts.timed_out else "no result")
-            return facts
-        try:
-            return from_jsonable(cls, part)
-        except FormatError as exc:
-            return cls(error=f"unreadable result: {exc}")
+
+def stage(task: str, size: int = DEFAULT_SIZE) -> tuple[str, str, list[Any]]:
+    """One measurement as a stage of the shared torch child (backends/torch_session.py)."""
+    return CHILD.name, "stage", [task, {"size": size, "repeats": DEFAULT_REPEATS, "steps": DEFAULT_STEPS}]
+
+
+def child_data(res: ChildResult) -> dict[str, Any]:
+    """What a measurement child (or its stage in the shared child) reported, with how it ended."""
+    data = marked_json(res, MARK) or {}
+    if res.timed_out:
+        data["timed_out"] = True
+        if res.error:  # never started: an earlier stage of the shared child ran out of time
+            data.setdefault("error", res.error)
+    elif not res.ok:
+        data.setdefault("error", res.failure())
+    return data
+
+
+def part_facts(name: str, data: dict[str, Any]) -> Any:
+    cls = BandwidthFacts if name == "bandwidth" else SmokeFacts
+    part = data.get(name)
+    if part is None:
+        facts = cls()
+        facts.timed_out = bool(data.get("timed_out"))
+        facts.error = data.get("error") or ("did not finish in time" if facts.timed_out else "no result")
+        return facts
+    try:
+        return from_jsonable(cls, part)
+    except FormatError as exc:
+        return cls(error=f"unreadable result: {exc}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudadoctor.backends.child import marked_json, run_child
+from cudadoctor.backends.child import ChildResult, marked_json, run_child
 from cudadoctor.facts import TorchFacts
 from cudadoctor.facts.codec import FormatError, from_jsonable
 
@@ -30,7 +30,15 @@ def check_interpreter(python: str, timeout: float = 15.0) -> str | None:
 def query_torch(python: str, timeout: float, env: dict[str, str] | None = None) -> TorchFacts:
     # -I would drop PYTHONPATH and user site-packages that the target may rely on for torch;
     # -S is not used either: site-packages is where torch lives.
-    res = run_child([python, str(CHILD)], timeout=timeout, env=env)
+    return torch_facts(python, run_child([python, str(CHILD)], timeout=timeout, env=env))
+
+
+# The same work as one stage of the shared torch child (backends/torch_session.py): script, function, args.
+STAGE = (CHILD.name, "main", [])
+
+
+def torch_facts(python: str, res: ChildResult) -> TorchFacts:
+    """The facts of a torch child (or of its stage in the shared child), however it ended."""
     data = marked_json(res, MARK)
     facts = TorchFacts(python_executable=python)
     if data is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
+import re
 from collections import defaultdict
 from types import ModuleType
 
@@ -276,12 +277,21 @@ _SHORT = {
 }
 
 
+def _short_name(path: str) -> str:
+    """ "/x/libcublasLt.so.13" -> "cublasLt"; "C:\\x\\cudnn_graph64_9.dll" -> "cudnn_graph64_9": the file, not
+    its family, so libcublas and libcublasLt are two rows that say which is which."""
+    base = re.split(r"[\\/]", path)[-1]
+    base = re.sub(r"\.(so(\.[\d.]*)?|dll|dylib)$", "", base, flags=re.I)
+    return base[3:] if base.startswith("lib") else base
+
+
 def _table(libs: list[LoadedLibrary]) -> Table:
-    """The stack as data; the File column says where, From says how it was found."""
+    """The stack as data; the File column (cut from the left when narrow: the end of a path says most)
+    says where, From says how it was found."""
     return Table(
-        ["Library", "Version", "From", "File"],
+        ["Library", "Version", "From", "File<"],
         [
-            [lib.family, lib.version or "?", lib.package or _SHORT.get(lib.origin, "elsewhere"), lib.path]
+            [_short_name(lib.path), lib.version or "?", lib.package or _SHORT.get(lib.origin, "elsewhere"), lib.path]
             for lib in libs
         ],
     )
@@ -535,7 +545,10 @@ def _jetson(f: Facts, lf: LibraryFacts) -> list[Finding]:
 
 def _compile(f: Facts, c: CompileFacts) -> list[Finding]:
     if c.timed_out or (c.child_error and c.cpu_ok is None):
-        stage = "compiling on the GPU" if c.cpu_ok else "compiling on the CPU" if c.torch_version else "starting"
+        # a GPU that runs kernels is compiled for alone (backends/compile_child.py); before, after the CPU
+        t = f.torch
+        gpu = c.cpu_ok or (c.cpu_ok is None and t is not None and t.is_available is True and not t.kernel_error)
+        stage = ("compiling on the GPU" if gpu else "compiling on the CPU") if c.torch_version else "starting"
         return [
             COMPILE_INCOMPLETE.finding(
                 title=f"The torch.compile check {'timed out' if c.timed_out else 'failed'} while {stage}"
