@@ -47,7 +47,6 @@ class Context:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     python: str = sys.executable  # the interpreter whose torch is diagnosed
     timeout: float | None = None  # --timeout: one bound for every probe instead of each one's own
-    measurements: list[str] = field(default_factory=list)  # the measurement probes chosen (for show)
     transfer_size: int = 256 << 20
     shared: dict[str, Any] = field(default_factory=dict)  # per-run state probes share (one child)
     bounds: dict[str, float] = field(default_factory=dict)  # probe name -> its bound in this run

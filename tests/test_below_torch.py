@@ -502,6 +502,17 @@ def test_capabilities_explain_libcuda_even_when_only_the_platform_probe_saw_the_
     assert 'lacks "compute"' in build("check", facts, [], findings).verdict
 
 
+def test_a_driver_that_counts_no_gpu_is_the_cause_of_a_failing_cuinit():
+    """Also found by the story properties: NVML counted 0 GPUs and cuInit said NOT_INITIALIZED; the verdict
+    named cuInit, a consequence, instead of the driver that sees no GPU."""
+    facts = healthy([gpu(0, "NVIDIA L4", "8.9")])
+    facts.driver.device_count, facts.driver.devices = 0, []
+    facts.cuda_driver = CudaDriverFacts(library_found=True, init_result=3, driver_version=12040)
+    findings = evaluate(facts, [])
+    assert by_code(findings, "CD122").cause == "CD110"
+    assert "reports no GPU" in build("check", facts, [], findings).verdict
+
+
 def test_memory_used_without_processes_in_a_container_says_pid_namespace():
     platform = PlatformFacts(container=ContainerFacts(runtime="docker", own_pid_namespace=True))
     facts = healthy([gpu(0, "NVIDIA A100-SXM4-80GB", "8.0", used_gib=30)], in_container=True)

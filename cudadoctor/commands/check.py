@@ -74,9 +74,7 @@ def collect(
         import cudadoctor.render.text
         import cudadoctor.rules  # noqa: F401
 
-    ctx = probes.Context(
-        timeout=timeout, python=python, measurements=[p.name for p in chosen if p.where == probes.MEASURE]
-    )
+    ctx = probes.Context(timeout=timeout, python=python)
     if transfer_size:
         ctx.transfer_size = transfer_size
     results, outcomes = probes.run_probes(chosen, ctx, meanwhile=load_the_rest)

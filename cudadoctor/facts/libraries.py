@@ -117,3 +117,11 @@ class CompileFacts:
     complete: bool = False
     timed_out: bool = False
     child_error: str | None = None
+
+    def incomplete(self) -> str | None:
+        """A compile check that hung or died is a check that did not finish (exit 3), not one that ran."""
+        if self.timed_out:
+            return "the compile check did not finish in time"
+        if self.child_error and not self.complete:
+            return f"the compile check failed: {self.child_error}"
+        return None

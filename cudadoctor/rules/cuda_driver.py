@@ -236,6 +236,8 @@ def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
                 "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",
             )
         )
+    if cause is None and f.driver is not None and f.driver.init_status == "ok" and f.driver.device_count == 0:
+        cause = "CD110"  # the driver counts no GPU (driver.py): whatever cuInit says follows from that
     if in_wsl:
         if not fixes:
             fixes.extend(wsl.windows_fixes(f))
