@@ -348,7 +348,7 @@ def test_pins_mismatch_gives_the_exact_versions_for_pip_and_uv():
     facts = a10_cu126(pins=pins, nvidia_installed={"nvidia-nvjitlink-cu12": "12.4.127"})
     by, _ = run(facts)
     p = by["CD219"]
-    assert p.title == "nvidia-* wheels do not match torch 2.13.0+cu126's pins (1 differ, 1 missing)"
+    assert p.title == "nvidia-* wheels do not match the pins of torch 2.13.0+cu126 (1 differ, 1 missing)"
     assert cmds(p)[0] == (
         '/opt/venv/bin/python -m pip install "nvidia-nvjitlink-cu12==12.6.85" "nvidia-nccl-cu12==2.21.5"'
     )

@@ -259,6 +259,67 @@ def test_a_gpu_machine_reads_as_chinese(arch: str) -> None:
     assert titles["CD300"] == "CUDA 能看到 2 块 GPU 中的 2 块（CUDA_VISIBLE_DEVICES 未设置，顺序 FASTEST_FIRST）"
 
 
+def _how_translated(code: str, title: str) -> str:
+    """ "exact" (a static title), "template" (built from facts, matched in locale/titles.py) or "fallback"
+    (the translated summary with the English detail behind it)."""
+    from cudadoctor.locale import _
+    from cudadoctor.locale.titles import match
+
+    if _(title) != title:
+        return "exact"
+    found = match(title, generic=False)
+    return "template" if found is not None and _(found[0]) != found[0] else "fallback"
+
+
+def test_titles_built_from_facts_are_translated_whole() -> None:
+    """The titles of many machines (the story test's generated ones, the hand-written ones) and of every
+    paste in the triage corpus: nearly all translate whole; the rest keep an English detail."""
+    import warnings
+
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from cudadoctor.backends.paste import read
+    from cudadoctor.rules import evaluate
+    from tests import facts_fixtures as ff
+    from tests.test_story import machines
+
+    titles: dict[tuple[str, str], str] = {}
+
+    def collect(facts: object) -> None:
+        for f in evaluate(facts, []):  # type: ignore[arg-type]
+            titles[(f.code, f.title)] = _how_translated(f.code, f.title)
+
+    i18n.set_language("zh_CN")
+
+    many = settings(
+        max_examples=250,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+
+    @many
+    @given(machines())
+    def generated(facts: object) -> None:
+        collect(facts)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        generated()
+    h100 = [ff.gpu(0, "NVIDIA H100 80GB HBM3", "9.0"), ff.gpu(1, "NVIDIA H100 80GB HBM3", "9.0")]
+    collect(ff.healthy(h100))
+    collect(ff.no_driver())
+    for path in sorted((ROOT / "tests" / "triage_corpus").iterdir()):
+        collect(read(path.read_text(encoding="utf-8", errors="replace")).facts)
+    from cudadoctor.locale.localize import title
+
+    english = re.compile(r"\b[A-Za-z]+ [a-z]+ [a-z]+\b")  # a phrase, not a name or a version
+    left = sorted(t for t, how in titles.items() if how == "fallback" and english.search(title(*t)))
+    assert len(titles) > 150
+    assert len(left) <= len(titles) // 50, left  # at most 2 % keep an English detail
+
+
 # --- the command line -----------------------------------------------------------------------------------
 
 
@@ -292,8 +353,9 @@ def test_check_in_chinese_on_this_machine(zh_check_gbk: tuple[int, str, str]) ->
     assert english_sections == []
     assert any(ln.strip() in ("显卡驱动", "CUDA 工具包", "系统", "PyTorch") for ln in lines)
     assert "查看代码说明：cudadoctor explain 代码" in out
-    # explanations (indented six columns, not a fix command) are Chinese
-    pages = [ln for ln in lines if ln.startswith("      ") and not ln.startswith("          ")]
+    # explanations (indented exactly six columns: not a table row at eight, nor a fix command at ten) are
+    # Chinese; table rows hold package names and versions on whatever this machine is
+    pages = [ln for ln in lines if len(ln) - len(ln.lstrip(" ")) == 6]
     assert pages and sum(bool(re.search(r"[\u4e00-\u9fff]", ln)) for ln in pages) >= len(pages) // 2
 
 
@@ -367,3 +429,20 @@ def test_explain_help_and_usage_errors_in_chinese() -> None:
 def test_english_is_unchanged_by_default() -> None:
     _, out, _ = run("explain", "CD101")
     assert out.splitlines()[0] == "CD101 driver-not-installed (error, section Driver)"
+
+
+def test_a_list_title_is_translated_part_by_part_in_order():
+    """The smoke test's title is parts joined by "; ": "loss fell on {devices}" once swallowed the parts
+    after it and put its own ending last ("… 检查点能在 CPU 上加载 上下降")."""
+    from cudadoctor.locale import use
+    from cudadoctor.locale.localize import title
+
+    text = (
+        "Smoke test: loss fell on cpu, cuda:0; CPU/GPU losses agree within 0.0000%; CNN 3.2x slower on the GPU; "
+        "AMP bfloat16 ok; DataLoader workers ok; checkpoint loads on CPU"
+    )
+    with use("zh_CN"):
+        out = title("CD406", text)
+    parts = out.split("；")
+    assert len(parts) == 6 and "cpu, cuda:0" in parts[0] and parts[0].endswith("上下降")
+    assert "慢 3.2 倍" in parts[2]

@@ -260,10 +260,10 @@ def test_pins_with_an_unknown_torch_version() -> None:
     t = torch_cpu(version=None)
     t.libraries = LibraryFacts(pins=[PinCheck("nvidia-cudnn-cu12", "==9.10.2.21", "9.1.0.70", ok=False)])
     title = by_code(evaluate(Facts(system=linux(), torch=t), []))["CD219"].title
-    assert title == "nvidia-* wheels do not match torch's pins (1 differ)"
+    assert title == "nvidia-* wheels do not match the pins of torch (1 differ)"
     t.version = "2.13.0+cu130"
     title = by_code(evaluate(Facts(system=linux(), torch=t), []))["CD219"].title
-    assert title == "nvidia-* wheels do not match torch 2.13.0+cu130's pins (1 differ)"
+    assert title == "nvidia-* wheels do not match the pins of torch 2.13.0+cu130 (1 differ)"
 
 
 # --- 13: a Windows report reads the same on Linux -----------------------------------------------------

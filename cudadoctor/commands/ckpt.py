@@ -12,20 +12,21 @@ from typing import Any
 import click
 
 from cudadoctor.cli import Seconds, echo, fail, run_command
+from cudadoctor.locale import N_, _
 
 FORMATS = ("text", "json", "markdown")
 CHILD_FORMATS = ("torch-zip", "torch-legacy")  # a test load and the devices usable here need torch
 FIXABLE = ("torch-zip", "torch-legacy", "safetensors", "hf-index")
 _NOT_FIXABLE = {
-    "lfs-pointer": "it is a Git LFS pointer, not the checkpoint",
-    "html": "it is an HTML page, not a checkpoint",
-    "corrupt": "it is truncated or damaged",
-    "empty": "it is empty",
-    "text": "it is a text file, not a checkpoint",
-    "unknown": "it is in no format torch reads",
-    "pickle": "it is a plain pickle, not written by torch.save",
-    "torchscript": "it is a TorchScript archive (torch.jit.load/torch.jit.save)",
-    "dcp": "it is a DCP directory (convert it with torch.distributed.checkpoint.format_utils.dcp_to_torch_save)",
+    "lfs-pointer": N_("it is a Git LFS pointer, not the checkpoint"),
+    "html": N_("it is an HTML page, not a checkpoint"),
+    "corrupt": N_("it is truncated or damaged"),
+    "empty": N_("it is empty"),
+    "text": N_("it is a text file, not a checkpoint"),
+    "unknown": N_("it is in no format torch reads"),
+    "pickle": N_("it is a plain pickle, not written by torch.save"),
+    "torchscript": N_("it is a TorchScript archive (torch.jit.load/torch.jit.save)"),
+    "dcp": N_("it is a DCP directory (convert it with torch.distributed.checkpoint.format_utils.dcp_to_torch_save)"),
 }
 
 
@@ -105,7 +106,7 @@ def _prepare(path: str, python: str | None, timeout: float | None, trust: bool) 
     from cudadoctor.commands.check import _target_python
 
     if not path:
-        fail("an empty path")
+        fail(_("an empty path"))
     try:
         facts = inspect_path(path)
     except InputError as exc:
@@ -251,38 +252,47 @@ def run_fix(
     from cudadoctor.facts.ckpt import FixResult
 
     if not out:
-        fail("--out: an empty path")
+        fail(_("--out: an empty path"))
     if os.path.lexists(out):
         fail(
-            f"--out {out}: already exists; cudadoctor never overwrites a file"
+            _("--out {out}: already exists; cudadoctor never overwrites a file").format(out=out)
             if not _same_file(path, out)
-            else f"--out {out} is the input; write the copy to a new path"
+            else _("--out {out} is the input; write the copy to a new path").format(out=out)
         )
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
-        fail(f"--out {out}: no such directory {parent}")
+        fail(_("--out {out}: no such directory {parent}").format(out=out, parent=parent))
     facts, py = _prepare(path, python, timeout, trust)
     name = os.path.basename(facts.path)
     if facts.format not in FIXABLE:
         fail(
-            f"cannot fix {name}: {_NOT_FIXABLE.get(facts.format or '', facts.format)}"
-            f" (see `cudadoctor ckpt inspect {path}`)"
+            _("cannot fix {name}: {why} (see `cudadoctor ckpt inspect {path}`)").format(
+                name=name, why=_(_NOT_FIXABLE.get(facts.format or "", facts.format or "")), path=path
+            )
         )
     if facts.format == "hf-index" and (facts.missing_shards or facts.bad_shards):
-        fail(f"cannot fix {name}: shards are missing or broken (see `cudadoctor ckpt inspect {path}`)")
+        fail(
+            _("cannot fix {name}: shards are missing or broken (see `cudadoctor ckpt inspect {path}`)").format(
+                name=name, path=path
+            )
+        )
     unsafe = facts.unsafe_globals or []
     if unsafe and not trust:
-        shown = ", ".join(unsafe[:4]) + (f" and {len(unsafe) - 4} more" if len(unsafe) > 4 else "")
+        shown = ", ".join(unsafe[:4])
+        if len(unsafe) > 4:
+            shown = _("{names} and {n} more").format(names=shown, n=len(unsafe) - 4)
         fail(
-            f"reading {name} needs globals torch does not allow by default ({shown});"
-            " pass --trust only if you trust its source"
+            _(
+                "reading {name} needs globals torch does not allow by default ({shown});"
+                " pass --trust only if you trust its source"
+            ).format(name=name, shown=shown)
         )
     if out_format == "safetensors" and not state_dict_only:
         kinds = {c.kind for c in facts.contents or []}
         if facts.state_dict_key != "" or kinds - {"state dict", "tensor"}:
-            fail("safetensors holds named tensors only: add --state-dict-only to write the model's state dict")
+            fail(_("safetensors holds named tensors only: add --state-dict-only to write the model's state dict"))
     if state_dict_only and facts.state_dict_key is None:
-        fail(f"--state-dict-only: no model state dict found in {name}")
+        fail(_("--state-dict-only: no model state dict found in {name}").format(name=name))
     request = _request(
         facts,
         "fix",
@@ -305,7 +315,8 @@ def run_fix(
     result.verify_error = answer.get("verify_error")
     result.mapped_from = sorted(d for d in (facts.storage_devices or {}) if d not in ("cpu", "unknown"))
     if strip_prefix and not result.stripped and result.ok:
-        echo(f"cudadoctor: --strip-prefix: the keys of {name} carry no 'module.'/'_orig_mod.' prefix", err=True)
+        line = _("--strip-prefix: the keys of {name} carry no 'module.'/'_orig_mod.' prefix").format(name=name)
+        echo(f"cudadoctor: {line}", err=True)
     report_facts = facts
     if result.ok:
         try:

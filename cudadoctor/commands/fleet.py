@@ -22,6 +22,7 @@ import click
 
 from cudadoctor import probes
 from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
+from cudadoctor.locale import _
 from cudadoctor.report import EXIT_OK, ProbeOutcome, Severity
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ def run_fleet(**o: Any) -> int:
     lau = backend.launch(os.environ)
     fmt = "json" if o["as_json"] else o["fmt"]
     if o["full"] and o["quick"]:
-        fail("--full and --quick do not go together")
+        fail(_("--full and --quick do not go together"))
     if o["quick"]:
         o["timeout"] = o["timeout"] or QUICK["timeout"]
         o["join_timeout"] = o["join_timeout"] or QUICK["join"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cudadoctor.cli import echo, fail, run_command
+from cudadoctor.locale import N_, _
 from cudadoctor.report import EXIT_USAGE, ProbeOutcome, Severity
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "markdown")
 MAX_PASTE = 2 << 20  # an issue body is at most 65,536 characters on GitHub; logs a few hundred KB
 
-NOTHING = (
+NOTHING = N_(
     "nothing to diagnose in this text: it has no collect_env, nvidia-smi, pip list or CUDA/torch "
     "error that cudadoctor knows. Ask for the output of `python -m torch.utils.collect_env` and "
     "`nvidia-smi`, and the full error message."
@@ -55,7 +56,9 @@ def diagnose(paste: Paste) -> Report:
     undecided = None
     if ask is not None:
         ask.severity = Severity.INFO
-        undecided = f"whether PyTorch can use the GPU. {ask.title}"
+        from cudadoctor.locale.localize import title
+
+        undecided = _("whether PyTorch can use the GPU. {title}").format(title=title(ask.code, ask.title))
     return build("triage", paste.facts, outcomes, findings, expected=expected, undecided=undecided)
 
 
@@ -63,26 +66,26 @@ def header(paste: Paste) -> list[str]:
     """What the paste showed, in a few lines; the full table is finding CD900."""
     p = paste.facts.paste
     assert p is not None
-    out = [f"Found in the paste: {', '.join(paste.formats)}"]
+    out = [_("Found in the paste: {formats}").format(formats=", ".join(paste.formats))]
     keys = (
-        "torch version",
-        "torch built for CUDA",
+        N_("torch version"),
+        N_("torch built for CUDA"),
         "torch.cuda.is_available()",
-        "NVIDIA driver",
-        "driver supports CUDA up to",
-        "OS release",
-        "OS",
+        N_("NVIDIA driver"),
+        N_("driver supports CUDA up to"),
+        N_("OS release"),
+        N_("OS"),
     )
     shown = {s.what: s.value for s in [*p.seen, *p.derived]}
-    facts = [f"{k} {shown[k]}" for k in keys if k in shown]
+    facts = [f"{_(k)} {shown[k]}" for k in keys if k in shown]
     gpus = paste.facts.driver.devices if paste.facts.driver else []
     if gpus:
-        facts.append("GPUs: " + ", ".join(sorted({g.name or "?" for g in gpus})))
+        facts.append(_("GPUs: {names}").format(names=", ".join(sorted({g.name or "?" for g in gpus}))))
     if facts:
-        out.append("  " + "; ".join(facts))
+        out.append("  " + _("; ").join(facts))
     if p.hits:
         kinds = list(dict.fromkeys(h.kind for h in p.hits))
-        out.append(f"  errors recognised: {', '.join(kinds)}")
+        out.append("  " + _("errors recognised: {kinds}").format(kinds=", ".join(kinds)))
     return out
 
 
@@ -92,17 +95,17 @@ def run_triage(path: str | None, fmt: str, as_json: bool, redact: bool, verbose:
 
     source = path or "-"
     if source == "-" and sys.stdin.isatty():
-        echo("Paste the text, then press Ctrl-D (Ctrl-Z Enter on Windows):", err=True)
+        echo(_("Paste the text, then press Ctrl-D (Ctrl-Z Enter on Windows):"), err=True)
     try:
         raw = read_text(source, MAX_PASTE, "paste")
     except InputError as exc:
         message = str(exc)
         fail("stdin" + message[1:] if source == "-" and message.startswith("-") else message)
     if not raw.strip():
-        fail(NOTHING, EXIT_USAGE)
+        fail(_(NOTHING), EXIT_USAGE)
     paste = read(raw)
     if paste.empty:
-        fail(NOTHING, EXIT_USAGE)
+        fail(_(NOTHING), EXIT_USAGE)
     rep = diagnose(paste)
     fmt = "json" if as_json else fmt
     emit(rep, paste, fmt, redact, verbose)
@@ -126,17 +129,23 @@ def emit(rep: Report, paste: Paste, fmt: str, redact: bool, verbose: bool) -> No
             for line in markdown.render(data).split("\n")
             if line.strip() not in ("| Host | None |", "| Python | None |")
         ]
-        lead = ["", "**Triage of the pasted output.** " + header(paste)[0] + ".", ""]
+        lead = ["", _("**Triage of the pasted output.** {found}.").format(found=header(paste)[0]), ""]
         lead += [f"- {line.strip()}" for line in header(paste)[1:]]
         echo("\n".join(body[:1] + lead + body[1:]))
         return
     import shutil
     import textwrap
 
+    from cudadoctor.locale import ENGLISH, current
+    from cudadoctor.render.layout import wrap
+
     width = max(40, min(shutil.get_terminal_size((80, 24)).columns, 100) - 1)
     for line in header(paste):
         indent = " " * (len(line) - len(line.lstrip()))
-        echo("\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False)))
+        if current() == ENGLISH:
+            echo("\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False)))
+        else:  # by display width: Chinese text is twice as wide as it has characters
+            echo("\n".join(indent + part for part in wrap(line.strip(), width - len(indent), hang=2)))
     text.render(rep, text.make_console(), verbose=verbose, redact=redact)
 
 

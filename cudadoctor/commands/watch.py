@@ -27,6 +27,7 @@ from typing import IO, Any
 import click
 
 from cudadoctor.cli import Seconds, echo, fail, run_command
+from cudadoctor.locale import _
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent (the terminal's Ctrl-C, Ctrl-\, hang-up)
@@ -69,9 +70,9 @@ def watch(
     fixes. The command's output, exit code and Ctrl-C behave as without watch.
     """
     if pid is not None and command:
-        fail("give either --pid PID or a command after --, not both")
+        fail(_("give either --pid PID or a command after --, not both"))
     if pid is None and not command:
-        fail("nothing to watch: give a command after -- (cudadoctor watch -- python train.py) or --pid PID")
+        fail(_("nothing to watch: give a command after -- (cudadoctor watch -- python train.py) or --pid PID"))
     if plot_path is not None:
         _plot_module()  # a missing extra is a usage error before anything runs
     run_command(_watch, interval, pid, list(command), json_path, plot_path, show_status)
@@ -84,7 +85,7 @@ def _plot_module() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        fail("--plot needs matplotlib: pip install 'cudadoctor[plot]'")
+        fail(_("--plot needs matplotlib: pip install 'cudadoctor[plot]'"))
     return plt
 
 
@@ -203,13 +204,14 @@ def _watch(
         try:
             child = subprocess.Popen(command)  # inherits stdin, stdout, stderr and the process group
         except FileNotFoundError:
-            echo(f"cudadoctor: command not found: {command[0]}", err=True)
+            echo("cudadoctor: " + _("command not found: {command}").format(command=command[0]), err=True)
             return 127
         except PermissionError:
-            echo(f"cudadoctor: permission denied: {command[0]}", err=True)
+            echo("cudadoctor: " + _("permission denied: {command}").format(command=command[0]), err=True)
             return 126
         except OSError as exc:
-            echo(f"cudadoctor: cannot run {command[0]}: {exc.strerror or exc}", err=True)
+            line = _("cannot run {command}: {error}").format(command=command[0], error=exc.strerror or exc)
+            echo(f"cudadoctor: {line}", err=True)
             return 126
         root = child.pid
         signals.child = root
@@ -219,7 +221,7 @@ def _watch(
     signals.block()  # before the sampling thread starts: it inherits the mask, so only sigtimedwait sees them
     if child is None and not _exists(root):
         signals.unblock()
-        fail(f"no process with PID {root}")
+        fail(_("no process with PID {pid}").format(pid=root))
     wall0 = time.monotonic()
     tl = Timeline(
         command=_masked(command) if command else None,  # it shows in a fix and the JSON: no tokens
@@ -234,7 +236,8 @@ def _watch(
             Sampler(root), tl, interval, status, watch_root=child is None
         )
     except Exception as exc:  # psutil missing or broken: the command still runs to its end
-        echo(f"cudadoctor: cannot sample ({type(exc).__name__}: {exc}); running the command unwatched", err=True)
+        line = _("cannot sample ({error}); running the command unwatched").format(error=f"{type(exc).__name__}: {exc}")
+        echo(f"cudadoctor: {line}", err=True)
         sampling = None
     status.start()
     try:
@@ -248,7 +251,8 @@ def _watch(
                 tl.nvml = "TIMEOUT"  # nvmlInit never returned: a hung driver
         status.stop()
     if sampling is not None and sampling.error:
-        echo(f"cudadoctor: sampling stopped early ({sampling.error}); the verdicts use what was sampled", err=True)
+        line = _("sampling stopped early ({error}); the verdicts use what was sampled").format(error=sampling.error)
+        echo(f"cudadoctor: {line}", err=True)
     tl.duration = round(time.monotonic() - wall0, 3)
     tl.samples = list(tl.samples)  # a snapshot: a sampler stuck in the driver cannot change it now
     tl.interrupted = tl.interrupted or bool(signals.early)
@@ -404,7 +408,7 @@ def _write_json(tl: Any, findings: list[Any], path: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
     except OSError as exc:
-        echo(f"cudadoctor: cannot write {path}: {exc.strerror or exc}", err=True)
+        echo("cudadoctor: " + _("cannot write {path}: {error}").format(path=path, error=exc.strerror or exc), err=True)
 
 
 def _plot(tl: Any, path: str) -> None:
@@ -442,7 +446,7 @@ def _plot(tl: Any, path: str) -> None:
     try:
         fig.savefig(path)
     except (OSError, ValueError) as exc:
-        echo(f"cudadoctor: cannot write {path}: {exc}", err=True)
+        echo("cudadoctor: " + _("cannot write {path}: {error}").format(path=path, error=exc), err=True)
     plt.close(fig)
 
 

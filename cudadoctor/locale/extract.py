@@ -2,7 +2,7 @@
 
 - `catalogue`: every finding's summary and page, the usual fixes' labels, the section names and the
   severity words, read from the rules' catalogue as it is at run time (pages are whitespace-normalised
-  there, so the source text would not match).
+  there, so the source text would not match); and the knowledge tables' sentences the rules quote.
 - `rules`: in the rule modules, the labels of `fix("label", ...)`, the columns of `Table([...])` and the
   literal `title=` / `why=` of `.finding(...)`; f-strings are built from facts and are left out.
 
@@ -33,6 +33,27 @@ def extract_catalogue(fileobj: Any, keywords: Any, comment_tags: Any, options: A
         yield 1, None, e.explanation, [f"{e.code} page"]
         for f in e.fixes:
             yield 1, None, f.when, [f"{e.code} fix label"]
+    yield from _knowledge()
+
+
+def _knowledge() -> Extracted:
+    """What the rules quote from the knowledge tables into titles and pages: what a cuInit result and an
+    NVML return code mean, each Xid's name and advice, and how each platform gets a CUDA torch."""
+    from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS, NVML_ERRORS
+    from cudadoctor.knowledge.xid import XIDS
+
+    for number, (name, meaning) in sorted(CU_INIT_ERRORS.items()):
+        yield 1, None, meaning, [f"cuInit {number} {name}"]
+    for name, (_number, meaning, _advice) in NVML_ERRORS.items():
+        yield 1, None, meaning, [f"NVML {name}"]
+    for xid in XIDS.values():
+        yield 1, None, xid.title, [f"Xid {xid.code} name"]
+        yield 1, None, xid.action, [f"Xid {xid.code} advice"]
+    from cudadoctor.knowledge.wheels import platform_note
+
+    for where in ((None, None, True), ("Windows", None, False), ("Darwin", None, False), ("Linux", "aarch64", False)):
+        if note := platform_note(*where):
+            yield 1, None, note, ["platform note"]
 
 
 def _literal(node: ast.AST) -> str | None:
@@ -51,7 +72,7 @@ def extract_rules(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
         elif name == "Table" and node.args and isinstance(node.args[0], ast.List):
             for column in node.args[0].elts:
                 if text := _literal(column):
-                    yield node.lineno, None, text.rstrip(">"), ["table column"]
+                    yield node.lineno, None, text.rstrip("<>"), ["table column"]
         elif name == "finding":
             for kw in node.keywords:
                 if kw.arg in ("title", "why") and (text := _literal(kw.value)):
@@ -60,7 +81,7 @@ def extract_rules(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
 
 def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
     """A command module: its `_()` calls (Babel's Python extractor), and its click help texts: `help=`
-    literals, the docstrings of the command functions (cleaned, as `cli._localize_help` looks them up)
+    and `short_help=` literals, the docstrings of the command functions (cleaned, as `cli._localize_help` looks them up)
     and the short helps of the command table (`COMMANDS`)."""
     from babel.messages.extract import extract_python
 
@@ -70,7 +91,7 @@ def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             for kw in node.keywords:
-                if kw.arg == "help" and (text := _literal(kw.value)):
+                if kw.arg in ("help", "short_help") and (text := _literal(kw.value)):
                     yield node.lineno, None, text, ["help text"]
         elif isinstance(node, ast.FunctionDef) and node.decorator_list:
             decorators = ast.unparse(node.decorator_list[-1]) + ast.unparse(node.decorator_list[0])

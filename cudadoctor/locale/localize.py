@@ -25,12 +25,12 @@ def title(code: str, text: str) -> str:
     translated = _(text)
     if translated != text:
         return translated
-    from cudadoctor.locale.titles import match
+    from cudadoctor.locale.titles import VERBATIM, match
 
-    found = match(text)
+    found = match(text, generic=False)
     if found is not None and _(found[0]) != found[0]:
         template, values = found
-        return _(template).format(**{k: label(v, 1) for k, v in values.items()})
+        return _(template).format(**{k: v if k in VERBATIM else label(v, 1) for k, v in values.items()})
     if entry is None:
         return text
     summary = _(entry.summary)
@@ -45,16 +45,32 @@ def title(code: str, text: str) -> str:
 
 
 def label(text: str, depth: int = 0) -> str:
-    """A fix label: exact, by template (its values translated in turn), or part by part ("; ")."""
-    from cudadoctor.locale.titles import match
+    """A fix label: exact, by template (its values translated in turn), sentence by sentence, or part by
+    part ("; ")."""
+    from cudadoctor.locale.titles import VERBATIM, match
 
     translated = _(text)
     if translated != text or depth > 3:
         return translated
+    if "; " in text:
+        # a list of parts ("loss fell on cpu, cuda:0; AMP bfloat16 ok; ..."): part by part when each has a
+        # translation, so no template's last placeholder swallows the parts after it
+        parts = text.split("; ")
+        done = [label(part, depth + 1) for part in parts]
+        if all(d != part for d, part in zip(done, parts, strict=True)):
+            return _("; ").join(done)
     found = match(text)
     if found is not None and _(found[0]) != found[0]:
         template, values = found
-        return _(template).format(**{k: label(v, depth + 1) for k, v in values.items()})
+        return _(template).format(**{k: v if k in VERBATIM else label(v, depth + 1) for k, v in values.items()})
+    sentences = re.split(r"(?<=[a-z0-9)]\.) (?=[A-Za-z])", text)  # facts a rule adds to a page, one sentence each
+    if len(sentences) > 1:
+        out = ""
+        for sentence in (label(x, depth + 1) for x in sentences):
+            out += sentence if not out or (out.endswith("。") and not sentence.isascii()) else " " + sentence
+        return out
+    if text.endswith(".") and (whole := label(text[:-1], depth + 1)) != text[:-1]:
+        return whole + "。"
     if "; " in text:
         return _("; ").join(label(part, depth + 1) for part in text.split("; "))
     cited = re.fullmatch(r"(CD\d{3}) (.+)", text, re.DOTALL)  # "CD202 <its title>", as a cause is named
@@ -83,9 +99,8 @@ def why(code: str, text: str) -> str:
 
 
 def column(name: str) -> str:
-    right = name.endswith(">")
-    base = name[:-1] if right else name
-    return _(base) + (">" if right else "")
+    mark = name[-1] if name.endswith(("<", ">")) else ""  # a layout mark (render/layout.py) stays
+    return _(name[: len(name) - len(mark)]) + mark
 
 
 def finding(f: Finding) -> Finding:

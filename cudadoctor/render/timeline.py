@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 from cudadoctor.facts.watch import MAIN, WORKER, Sample, Timeline
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity, plural
+from cudadoctor.locale import ENGLISH, _, current, ngettext
+from cudadoctor.render.layout import char_width, display_width, pad, wrap
+from cudadoctor.report import Finding, Severity
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 ASCII = " .:-=+*#%@"
@@ -67,7 +69,25 @@ def sparkline(
 
 
 def _row(label: str, spark: str, tail: str) -> str:
-    return f"  {label[: LABEL - 1]:<{LABEL}}{spark:<{SPARK}} {tail}".rstrip()
+    # by display width: a Chinese label is twice as wide as it has characters
+    return f"  {pad(_clip(label, LABEL - 1), LABEL)}{spark:<{SPARK}} {tail}".rstrip()
+
+
+def _clip(text: str, width: int) -> str:
+    """The first `width` display columns of `text` (no ellipsis: it may not encode)."""
+    out, used = "", 0
+    for ch in text:
+        used += char_width(ch)
+        if used > width:
+            break
+        out += ch
+    return out
+
+
+def _peak(peak: float, total: int | None) -> str:
+    if total:
+        return _("peak {peak} of {total}").format(peak=format_size(int(peak)), total=format_size(total))
+    return _("peak {peak}").format(peak=format_size(int(peak)))
 
 
 def _series(samples: list[Sample], get) -> list[float | None]:  # type: ignore[no-untyped-def]
@@ -86,25 +106,32 @@ def timeline_lines(tl: Timeline, unicode: bool = True) -> list[str]:
     if not samples:
         return lines
     span = f"{tl.duration:.0f} s" if tl.duration is not None else f"{samples[-1].t:.0f} s"
-    lines.append(f"Timeline ({len(samples)} samples every {tl.interval:g} s over {span})")
+    lines.append(
+        _("Timeline ({n} samples every {interval} s over {span})").format(
+            n=len(samples), interval=f"{tl.interval:g}", span=span
+        )
+    )
     used = sorted({g.index for s in samples for g in s.gpus if g.tree_processes})
     shown = used or sorted({g.index for s in samples for g in s.gpus})
     infos = {g.index: g for g in tl.gpus or []}
     for i in shown:
         util = _series(samples, lambda s, i=i: next((g.util for g in s.gpus if g.index == i), None))
         known = [u for u in util if u is not None]
-        tail = f"avg {sum(known) / len(known):.0f} %  max {max(known):.0f} %" if known else "unknown"
-        lines.append(_row(f"GPU {i} util", sparkline(util, 100, unicode=unicode), tail))
+        tail = (
+            _("avg {avg} %  max {max} %").format(avg=f"{sum(known) / len(known):.0f}", max=f"{max(known):.0f}")
+            if known
+            else _("unknown")
+        )
+        lines.append(_row(_("GPU {index} util").format(index=i), sparkline(util, 100, unicode=unicode), tail))
         mine = _series(samples, lambda s, i=i: next((g.tree_memory for g in s.gpus if g.index == i), None))
         total = infos[i].memory_total if i in infos else None
         if any(m is not None and m > 0 for m in mine):
             peak = max(m for m in mine if m is not None)
-            of = f" of {format_size(total)}" if total else ""
             lines.append(
                 _row(
-                    f"GPU {i} mem",
+                    _("GPU {index} mem").format(index=i),
                     sparkline(mine, total, unicode=unicode, how="max"),
-                    f"peak {format_size(int(peak))}{of}",
+                    _peak(peak, total),
                 )
             )
         else:
@@ -113,9 +140,9 @@ def timeline_lines(tl: Timeline, unicode: bool = True) -> list[str]:
                 peak = max(d for d in dev if d is not None)
                 lines.append(
                     _row(
-                        f"GPU {i} mem all",
+                        _("GPU {index} mem all").format(index=i),
                         sparkline(dev, total, unicode=unicode, how="max"),
-                        f"peak {format_size(int(peak))}",
+                        _peak(peak, None),
                     )
                 )
         pcie = _series(
@@ -127,7 +154,8 @@ def timeline_lines(tl: Timeline, unicode: bool = True) -> list[str]:
         )
         if any(p for p in pcie):
             peak = max(p for p in pcie if p is not None)
-            lines.append(_row(f"GPU {i} PCIe", sparkline(pcie, unicode=unicode), f"peak {peak / 1e9:.1f} GB/s"))
+            tail = _("peak {gbps} GB/s").format(gbps=f"{peak / 1e9:.1f}")
+            lines.append(_row(_("GPU {index} PCIe").format(index=i), sparkline(pcie, unicode=unicode), tail))
     procs: dict[int, str] = {}
     for s in samples:
         for p in s.procs:
@@ -139,19 +167,18 @@ def timeline_lines(tl: Timeline, unicode: bool = True) -> list[str]:
         known = [c for c in cpu if c is not None]
         if role == WORKER:
             workers += 1
-        label = "CPU main" if role == MAIN else f"CPU worker {workers}"
-        tail = f"avg {sum(known) / len(known):.0f} %  pid {pid}" if known else f"pid {pid}"
+        label = _("CPU main") if role == MAIN else _("CPU worker {n}").format(n=workers)
+        tail = (
+            _("avg {avg} %  pid {pid}").format(avg=f"{sum(known) / len(known):.0f}", pid=pid) if known else f"pid {pid}"
+        )
         lines.append(_row(label, sparkline(cpu, max(100.0, max(known, default=0.0)), unicode=unicode), tail))
     if len(procs) > 9:
-        lines.append(f"  … and {len(procs) - 9} more processes (all in --json)")
+        lines.append("  " + _("… and {n} more processes (all in --json)").format(n=len(procs) - 9))
     shm = _series(samples, lambda s: s.shm_used)
     total = next((s.shm_total for s in samples if s.shm_total), None)
     if any(v for v in shm):
         peak = max(v for v in shm if v is not None)
-        of = f" of {format_size(total)}" if total else ""
-        lines.append(
-            _row("/dev/shm", sparkline(shm, total, unicode=unicode, how="max"), f"peak {format_size(int(peak))}{of}")
-        )
+        lines.append(_row("/dev/shm", sparkline(shm, total, unicode=unicode, how="max"), _peak(peak, total)))
     return lines
 
 
@@ -160,40 +187,50 @@ def finding_lines(findings: list[Finding], unicode: bool = True, width: int = WI
     for f in findings:
         mark = MARKS[f.severity][0 if unicode else 1]
         head = f"  {mark} {f.code} "
-        lines.extend(textwrap.wrap(f.title, width, initial_indent=head, subsequent_indent=" " * len(head)))
+        lines.extend(_wrap(f.title, width, head, " " * len(head)))
         for table in f.tables:
+            columns = [c.rstrip("<>") for c in table.columns]
             widths = [
-                max(len(str(r[k])) if k < len(r) else 0 for r in [table.columns, *table.rows])
-                for k in range(len(table.columns))
+                max(display_width(str(r[k])) if k < len(r) else 0 for r in [columns, *table.rows])
+                for k in range(len(columns))
             ]
-            for r in [table.columns, *table.rows]:
-                lines.append(
-                    ("        " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False))).rstrip()
-                )
+            for r in [columns, *table.rows]:
+                lines.append(("        " + "  ".join(pad(str(c), w) for c, w in zip(r, widths, strict=False))).rstrip())
         if f.severity is Severity.OK:
             continue
         if f.why:
-            lines.extend(textwrap.wrap(f.why, width, initial_indent=" " * 6, subsequent_indent=" " * 6))
+            lines.extend(_wrap(f.why, width, " " * 6, " " * 6))
         for rem in f.fix:
-            lines.extend(textwrap.wrap(f"Fix — {rem.when}:", width, initial_indent=" " * 6, subsequent_indent=" " * 8))
+            lines.extend(_wrap(_("Fix — {when}:").format(when=rem.when), width, " " * 6, " " * 8))
             lines.extend(" " * 10 + c for c in rem.commands)  # commands are never wrapped: they must paste
     return lines
 
 
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """`text` in lines of `width` display columns, the first indented by `first`, the others by `rest`."""
+    if current() == ENGLISH:
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest)
+    out = []
+    for i, line in enumerate(wrap(text, width - len(rest))):
+        out.append((rest if i else first) + line.lstrip())
+    return out
+
+
 def summary(tl: Timeline, findings: list[Finding], encoding: str | None) -> str:
     """The end-of-run report, on stderr: the command's own stdout stays the command's."""
+    from cudadoctor.locale.localize import findings as localized
+
     unicode = can_encode(BLOCKS + "✓✗—…×", encoding)
     lines = ["", "cudadoctor watch: " + _ended(tl)]
     lines += timeline_lines(tl, unicode)
     if findings:
-        counts = [
-            f"{plural(n, word)}"
-            for word, sev in (("warning", Severity.WARNING), ("note", Severity.INFO))
-            if (n := sum(1 for f in findings if f.severity is sev))
-        ]
-        lines += ["", "Training" + (f" ({', '.join(counts)})" if counts else "")]
-        lines += finding_lines(findings, unicode)
-    lines += ["", "Explain a code: cudadoctor explain CODE"]
+        warnings = sum(1 for f in findings if f.severity is Severity.WARNING)
+        notes = sum(1 for f in findings if f.severity is Severity.INFO)
+        counts = [ngettext("{n} warning", "{n} warnings", warnings).format(n=warnings)] if warnings else []
+        counts += [ngettext("{n} note", "{n} notes", notes).format(n=notes)] if notes else []
+        lines += ["", _("Training") + (_(" ({details})").format(details=", ".join(counts)) if counts else "")]
+        lines += finding_lines(localized(findings), unicode)
+    lines += ["", _("Explain a code: cudadoctor explain CODE")]
     text = "\n".join(lines) + "\n"
     if not unicode:
         text = text.encode(encoding or "ascii", errors="replace").decode(encoding or "ascii", errors="replace")
@@ -201,16 +238,19 @@ def summary(tl: Timeline, findings: list[Finding], encoding: str | None) -> str:
 
 
 def _ended(tl: Timeline) -> str:
-    took = f" after {tl.duration:.1f} s" if tl.duration is not None else ""
+    took = _(" after {seconds} s").format(seconds=f"{tl.duration:.1f}") if tl.duration is not None else ""
     if tl.exit_code is None:
-        return f"{'interrupted' if tl.interrupted else 'the process ended'}{took}"
-    how = f"ended by signal {-tl.exit_code}" if tl.exit_code < 0 else f"exited with {tl.exit_code}"
-    return f"the command {how}{took}" + (" (interrupted)" if tl.interrupted else "")
+        return (_("interrupted") if tl.interrupted else _("the process ended")) + took
+    if tl.exit_code < 0:
+        how = _("the command ended by signal {signal}").format(signal=-tl.exit_code)
+    else:
+        how = _("the command exited with {code}").format(code=tl.exit_code)
+    return how + took + (_(" (interrupted)") if tl.interrupted else "")
 
 
 def status_line(tl: Timeline, sample: Sample, width: int = WIDTH) -> str:
     """The live line: elapsed time, each GPU the tree uses, the main process and the workers, /dev/shm."""
-    parts = [f"watch {sample.t:5.0f}s"]
+    parts = [_("watch {seconds}s").format(seconds=f"{sample.t:5.0f}")]
     used = [g for g in sample.gpus if g.tree_processes] or sample.gpus[:1]
     for g in used:
         mem = f" {format_size(g.tree_memory)}" if g.tree_memory else ""
@@ -218,8 +258,8 @@ def status_line(tl: Timeline, sample: Sample, width: int = WIDTH) -> str:
     mains = [p.cpu for p in sample.procs if p.role == MAIN and p.cpu is not None]
     workers = [p.cpu for p in sample.procs if p.role == WORKER and p.cpu is not None]
     if mains:
-        parts.append(f"main {max(mains):.0f}%")
+        parts.append(_("main {cpu}%").format(cpu=f"{max(mains):.0f}"))
     if workers:
-        parts.append(f"{len(workers)} workers {sum(workers) / len(workers):.0f}%")
+        parts.append(_("{n} workers {cpu}%").format(n=len(workers), cpu=f"{sum(workers) / len(workers):.0f}"))
     text = " | ".join(parts)
-    return text[: width - 1]
+    return _clip(text, width - 1)

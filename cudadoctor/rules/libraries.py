@@ -374,12 +374,10 @@ def _pins(f: Facts, lf: LibraryFacts) -> list[Finding]:
         sev = Severity.ERROR
     missing = [p for p in bad if p.installed is None]
     differ = [p for p in bad if p.installed is not None]
-    parts = []
-    if differ:
-        parts.append(f"{len(differ)} differ")
-    if missing:
-        parts.append(f"{len(missing)} missing")
-    whose = f"torch {t.version}'s" if t is not None and t.version else "torch's"
+    counts = ", ".join(
+        ([f"{len(differ)} differ"] if differ else []) + ([f"{len(missing)} missing"] if missing else [])
+    )
+    torch_name = f"torch {t.version}" if t is not None and t.version else "torch"
     fixes = [
         fix(
             "Install the versions torch pins",
@@ -391,7 +389,7 @@ def _pins(f: Facts, lf: LibraryFacts) -> list[Finding]:
         fixes.append(fix("Or remove every nvidia-* package and reinstall torch, which brings its own set", *clean))
     return [
         PINS.finding(
-            title=f"nvidia-* wheels do not match {whose} pins ({', '.join(parts)})",
+            title=f"nvidia-* wheels do not match the pins of {torch_name} ({counts})",
             severity=sev,
             fix=fixes,
             tables=[
