@@ -2,12 +2,17 @@
 NVML, over 1, 8 and 128 GPUs x 0 and 50 distinct processes (each holding memory on every GPU).
 
     pip install nvitop gpustat        # benchmark-only; not project dependencies
-    python benchmarks/bench_gpus.py [--repeats 9] [--sizes 1x0,8x0,8x50,128x0,128x50]
+    python benchmarks/bench_gpus.py [--repeats 9] [--sizes 1x0,8x0,8x50,128x0,128x50] [--tools cudadoctor,nvitop]
+                                    [--floors]
 
 Runs are paired and alternate (cudadoctor, then nvitop, on the same machine file), and the figure
 reported is the median of the per-pair ratios, so a load change between runs cancels out. The fake
 libnvidia-ml.so.1 is built from tests/fakenvml with the system C compiler; the 50 processes are real
 (`sleep`), so reading /proc is real work. Peak RSS is each child's own ru_maxrss (os.wait4).
+Every tool runs from compiled bytecode, as after `pip install` (a private PYTHONPYCACHEPREFIX, filled by
+the warm-up run): with PYTHONDONTWRITEBYTECODE set, a checkout would otherwise compile cudadoctor's
+modules at every run while nvitop's come compiled. --floors adds what no Python CLI can go below here:
+the bare interpreter, and importing click and pynvml (what `cudadoctor gpus` must import).
 Goals (issue 11): <= 0.45x nvitop at 8 GPUs, <= 0.35x at 128 x 50.
 """
 
@@ -44,7 +49,8 @@ def machine_file(path: Path, gpus: int, pids: list[int]) -> None:
 
 def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     start = time.perf_counter()
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # in ROOT: `python -m cudadoctor` looks in the current directory first, so this is the checkout's doctor
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -57,16 +63,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--sizes", default="1x0,1x50,8x0,8x50,128x0,128x50")
+    ap.add_argument("--tools", default="cudadoctor,nvitop,gpustat", help="which of them to run")
+    ap.add_argument("--floors", action="store_true", help="also time the bare interpreter and click + pynvml")
     args = ap.parse_args()
+    wanted = set(args.tools.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="bench-gpus-"))
     built = build(tmp)
     if built is None:
         raise SystemExit("no C compiler: cannot build the fake NVML")
     tools = {"cudadoctor gpus": [sys.executable, "-m", "cudadoctor", "gpus"]}
-    if shutil.which("nvitop"):
+    if shutil.which("nvitop") and "nvitop" in wanted:
         tools["nvitop --once"] = [sys.executable, "-m", "nvitop", "--once"]
-    if shutil.which("gpustat"):
+    if shutil.which("gpustat") and "gpustat" in wanted:
         tools["gpustat"] = [sys.executable, "-m", "gpustat"]
+    if args.floors:
+        tools["python -c pass"] = [sys.executable, "-c", "pass"]
+        tools["click+pynvml"] = [sys.executable, "-c", "import click, pynvml"]
     sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(50)]
     print(f"fake NVML, {args.repeats} paired runs per size, {os.cpu_count()} CPUs")
     print(f"{'GPUs x procs':<13} {'tool':<16} {'median wall':>11} {'peak RSS':>9} {'ratio vs nvitop':>16}")
@@ -76,7 +88,8 @@ def main() -> None:
             machine = tmp / f"machine-{size}.txt"
             machine_file(machine, gpus, [s.pid for s in sleepers[:procs]])
             env = {
-                **os.environ,
+                **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                "PYTHONPYCACHEPREFIX": str(tmp / "pycache"),
                 "PYTHONPATH": str(ROOT),
                 "FAKE_NVML_MACHINE": str(machine),
                 "LD_LIBRARY_PATH": str(built[0]),
@@ -88,12 +101,11 @@ def main() -> None:
             for _ in range(args.repeats):
                 for name, argv in tools.items():
                     results[name].append(run_once(argv, env))
-            ours = results["cudadoctor gpus"]
             for name, rows in results.items():
                 ratio = ""
-                if "nvitop --once" in results:
-                    pairs = [o[0] / t[0] for o, t in zip(ours, results["nvitop --once"], strict=True)]
-                    ratio = f"{statistics.median(pairs):.2f}x" if name == "cudadoctor gpus" else ""
+                if "nvitop --once" in results and name != "nvitop --once":
+                    pairs = [o[0] / t[0] for o, t in zip(rows, results["nvitop --once"], strict=True)]
+                    ratio = f"{statistics.median(pairs):.2f}x"
                 wall = statistics.median(w for w, _ in rows)
                 rss = max(r for _, r in rows)
                 print(f"{size:<13} {name:<16} {wall:>9.3f} s {rss:>6.1f} MiB {ratio:>16}")

@@ -30,8 +30,28 @@ def install_signal_handlers() -> None:
             _signal.signal(sig, _on_signal)
 
 
+def _prefetch_gpus(args: list[str]) -> None:
+    """`cudadoctor gpus`: start its NVML query now, in a child, so that it runs while click and the command
+    are imported and parsed (backends/nvml_isolated.py). A wrong guess costs nothing but the child: the
+    command then discards it and queries again."""
+    if args[:1] != ["gpus"] or any(a in ("-h", "--help") or a.startswith("--watch") for a in args):
+        return
+    pick = any(a == "--pick" or a.startswith("--pick=") for a in args)
+    from cudadoctor.backends.nvml_isolated import prefetch
+
+    prefetch(with_processes=not pick or "--json" in args)  # --pick skips process details
+
+
+# set by main(): the process is the doctor's own, so a command may end it without the interpreter's
+# teardown (commands/gpus.py); a caller of cli.main() in its own process keeps a normal exit
+ENTRY_POINT = False
+
+
 def main() -> None:
+    global ENTRY_POINT
+    ENTRY_POINT = True
     install_signal_handlers()
+    _prefetch_gpus(sys.argv[1:])
     from cudadoctor.cli import main as cli_main
 
     cli_main()

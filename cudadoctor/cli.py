@@ -15,8 +15,8 @@ import click
 
 from cudadoctor import __version__
 from cudadoctor import locale as i18n
+from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.locale import _
-from cudadoctor.report import EXIT_INCOMPLETE, EXIT_USAGE
 
 # name -> (module:attribute, one line for `cudadoctor --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -162,7 +162,8 @@ def _hoist_lang(args: list[str]) -> list[str]:
 
 def _localize_help(command: click.Command) -> None:
     """Help texts in the current language; the English originals are kept for a later switch back."""
-    for obj in (command, *command.params):
+    helper = getattr(command, "_help_option", None)  # click makes --help once, maybe before --lang was read
+    for obj in (command, *command.params, *([helper] if helper is not None else [])):
         for attr in ("help", "short_help"):
             text = getattr(obj, attr, None)
             if text is None:
@@ -178,6 +179,8 @@ def _localize_help(command: click.Command) -> None:
 
                 translated = label(cleaned)  # a help text built with an f-string, by its template
             setattr(obj, attr, translated if translated != cleaned else english)
+    for sub in getattr(command, "commands", {}).values():  # a group's own commands (ckpt inspect, ckpt fix)
+        _localize_help(sub)
 
 
 class LazyGroup(click.Group):

@@ -15,15 +15,17 @@ from cudadoctor.locale import _, ngettext
 if TYPE_CHECKING:
     from cudadoctor.facts import Facts
 
-# Exit codes, the same in every command (docs/exit-codes.md). Scripts depend on them: never renumber.
-EXIT_OK = 0  # healthy, or only findings below --fail-on
-EXIT_PROBLEMS = 1  # at least one finding at or above --fail-on
-EXIT_USAGE = 2  # bad options or input
-EXIT_INCOMPLETE = 3  # the doctor could not finish: a probe crashed or timed out, an internal error
-EXIT_NOT_ENOUGH_GPUS = 4  # `gpus --pick N`: fewer than N GPUs qualify
-EXIT_HANGUP = 129  # SIGHUP (128 + 1)
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
-EXIT_TERMINATED = 143  # SIGTERM (128 + 15)
+# Exit codes, the same in every command: their own module, which `gpus` imports without this one
+from cudadoctor.exitcodes import (  # noqa: F401  (re-exported: report.EXIT_* is what callers use)
+    EXIT_HANGUP,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_ENOUGH_GPUS,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 
 # Bump on any change that breaks a reader of the JSON report; every older version keeps a reader
 # (facts/codec.py) and a replay test.

@@ -14,7 +14,7 @@ import pytest
 from cudadoctor.commands.gpus_pick import export_lines, pick, sort_devices
 from cudadoctor.facts import NvmlDevice
 from cudadoctor.report import EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fake_machine_env
 
 GiB = 1 << 30
 
@@ -163,10 +163,13 @@ def test_gpus_never_imports_torch_nor_the_check_machinery(fake_libs, tmp_path):
     path = tmp_path / "m.txt"
     path.write_text(machine())
     code = (
-        "import sys\nsys.argv = ['cudadoctor', 'gpus']\nfrom cudadoctor.__main__ import main\n"
+        "import os, sys\nsys.argv = ['cudadoctor', 'gpus']\nfrom cudadoctor.__main__ import main\n"
+        "real_exit, me = os._exit, os.getpid()\n"
+        "# gpus ends its process with os._exit: look at the modules first (its NVML child exits for real)\n"
+        "os._exit = lambda code: sys.exit(code) if os.getpid() == me else real_exit(code)\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('torch', 'rich', 'cudadoctor.rules', 'cudadoctor.commands.check') if m in sys.modules]\n"
-        "sys.stderr.write('HEAVY=%s' % heavy)"
+        "heavy = ('torch', 'rich', 'cudadoctor.rules', 'cudadoctor.commands.check', 'cudadoctor.report', 'json')\n"
+        "sys.stderr.write('HEAVY=%s' % [m for m in heavy if m in sys.modules])"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_NVML_MACHINE": str(path), "LD_LIBRARY_PATH": str(fake_libs[0])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -233,3 +236,55 @@ def test_process_names_and_vanished_processes(monkeypatch, platform):
     procinfo.describe_processes([mine, gone])
     assert mine.name and mine.user and "python" in (mine.command or "") + mine.name
     assert (gone.name, gone.user, gone.command) == (None, None, None)
+
+
+def test_a_gpu_with_more_processes_than_the_first_read_has_room_for(run_cli):
+    """The process list is read with room for 64 at the first call; more makes NVML ask for a larger
+    buffer, and every process is still listed, in the JSON and as table rows (graphics ones too)."""
+    lines = [machine()]
+    lines += [f"process gpu=2 pid={100000 + i} mem={(i + 1) << 20}" for i in range(150)]
+    lines += ["process gpu=2 pid=200000 mem=1048576 kind=graphics"]
+    r = run_cli("gpus", "--json", machine="\n".join(lines) + "\n")
+    assert r.code == EXIT_OK, r.stderr
+    gpu2 = next(g for g in r.json["gpus"] if g["index"] == 2)
+    assert len(gpu2["processes"]) == 151
+    assert {p["kind"] for p in gpu2["processes"]} == {"compute", "graphics"}
+    table = run_cli("gpus", machine="\n".join(lines) + "\n").stdout
+    shown = {int(ln.split()[1]) for ln in table.splitlines() if ln.strip().startswith("pid ")}
+    assert set(range(100000, 100150)) | {200000} <= shown
+    assert max(len(ln) for ln in table.splitlines()) <= 80
+
+
+def test_a_prefetched_query_is_replaced_when_the_guess_was_wrong(run_cli):
+    """`gpus` starts its NVML query before the command line is parsed, guessing from the words; a value
+    that looks like --pick ("--redact" is not --pick) or a --pick given as --pick=N still gets what it asked."""
+    m = machine()
+    r = run_cli("gpus", "--pick=1", "--format", "index", machine=m)
+    assert r.code == EXIT_OK and r.stdout.strip().endswith("CUDA_VISIBLE_DEVICES=2"), r.stdout
+    r = run_cli("gpus", "--pick", "1", "--json", machine=m)  # --json with --pick: with process details
+    assert r.code == EXIT_OK and any(g["processes"] for g in r.json["gpus"])
+
+
+def test_a_usage_error_leaves_no_nvml_child_behind(fake_libs, tmp_path):
+    """The prefetched child dies with the doctor even when the command never takes it over: here NVML
+    hangs and the options are wrong."""
+    path = tmp_path / "m.txt"
+    path.write_text(machine() + "hang_in nvmlDeviceGetName\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **fake_machine_env(path, [fake_libs[0]])}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "cudadoctor", "gpus", "--min-free", "8GiB"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == EXIT_USAGE and "--pick" in err
+    deadline = time.monotonic() + 5
+    left = ["?"]
+    while left and time.monotonic() < deadline:
+        ps = subprocess.run(["ps", "-o", "pid=,stat=", "-s", str(p.pid)], capture_output=True, text=True).stdout
+        left = [ln for ln in ps.splitlines() if ln.split() and "Z" not in ln.split()[1]]
+        time.sleep(0.1)
+    assert left == []

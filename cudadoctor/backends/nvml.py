@@ -329,6 +329,7 @@ class _ProcessInfo(ctypes.Structure):
 _PROCESS_CALLS = frozenset(
     f"nvmlDevice{kind}RunningProcesses_{v}" for kind in ("GetCompute", "GetGraphics") for v in ("v2", "v3")
 )
+_PROCESS_ROOM = 64
 _NOT_AVAILABLE = (1 << 64) - 1  # NVML_VALUE_NOT_AVAILABLE_ulonglong: memory hidden by the OS (WDDM)
 
 
@@ -338,15 +339,14 @@ def _process_lister(nv: Any, fn_name: str) -> Callable[[Any], list[_ProcessInfo]
 
     def run(handle: Any) -> list[_ProcessInfo]:
         fn = nv._nvmlGetFunctionPointer(fn_name)
-        count = ctypes.c_uint(0)
-        ret = fn(handle, ctypes.byref(count), None)
-        if ret == nv.NVML_SUCCESS:
-            return []  # no process
-        if ret != nv.NVML_ERROR_INSUFFICIENT_SIZE:
-            raise nv.NVMLError(ret)
-        count.value = count.value * 2 + 5  # room for processes that start meanwhile (as pynvml does)
-        records = (_ProcessInfo * count.value)()
-        ret = fn(handle, ctypes.byref(count), records)
+        # room for a busy GPU's processes at the first call: one call, not pynvml's two (size, then list)
+        count = ctypes.c_uint(_PROCESS_ROOM)
+        for _attempt in range(3):
+            records = (_ProcessInfo * count.value)()
+            ret = fn(handle, ctypes.byref(count), records)
+            if ret != nv.NVML_ERROR_INSUFFICIENT_SIZE:
+                break
+            count.value = count.value * 2 + 5  # the number NVML says, and room for processes starting now
         if ret != nv.NVML_SUCCESS:
             raise nv.NVMLError(ret)
         return records[: count.value]

@@ -5,22 +5,21 @@ after each GPU. A segfault in the library then becomes "crashed (SIGSEGV) in nvm
 every GPU read before it; a call that never returns (even nvmlShutdown) is cut off and named, and the
 GPUs already read are kept. `gpus` forks (cheap: the child shares what the doctor imported); `check`,
 whose probes run on threads where fork is unsafe, starts a fresh interpreter.
+
+`cudadoctor gpus` forks first thing (prefetch, from __main__), before click and the command are even
+imported: the child imports pynvml and queries while the parent imports and parses, and the command
+takes the answer over. So this module imports next to nothing at its top.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import os
-import pickle
-import select
-import signal
 import sys
-import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cudadoctor.facts.nvml import DriverFacts
+if TYPE_CHECKING:
+    from cudadoctor.facts.nvml import DriverFacts
 
 CALL = "CUDADOCTOR_NVML_CALL "  # the call about to be made
 SYSTEM = "CUDADOCTOR_NVML_SYSTEM "  # the driver facts without the devices, as they stand
@@ -33,14 +32,23 @@ SHUTDOWN_GRACE = 1.0  # every GPU is read and only nvmlShutdown is left: wait th
 def _pack(obj: Any) -> str:
     # The child is the doctor's own code in the same interpreter: its reports travel as pickles (a
     # generic JSON round trip of 128 GPUs x 50 processes took over a second). Never user data.
+    import base64
+    import pickle
+
     return base64.b64encode(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)).decode()
 
 
 def _unpack(text: str) -> Any:
+    import base64
+    import pickle
+
     return pickle.loads(base64.b64decode(text))
 
 
-def _run_query(write: Any, with_processes: bool, with_binding: bool) -> None:
+def _run_query(write: Any, with_processes: bool, with_binding: bool, trace: Any = None) -> None:
+    """Query and report through `write`; `trace` is told each call's name first (default: a CALL line)."""
+    import dataclasses
+
     from cudadoctor.backends.nvml import query_driver
 
     sent = 0
@@ -56,7 +64,9 @@ def _run_query(write: Any, with_processes: bool, with_binding: bool) -> None:
             write(DEVICE + _pack(dev))
         sent = len(facts.devices)
 
-    facts = query_driver(with_processes, with_binding, trace=lambda name: write(CALL + name), progress=progress)
+    if trace is None:
+        trace = lambda name: write(CALL + name)  # noqa: E731
+    facts = query_driver(with_processes, with_binding, trace=trace, progress=progress)
     progress(facts)
     system(facts)
     write(DONE)
@@ -75,6 +85,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def _parse(lines: list[str]) -> tuple[DriverFacts | None, str | None, bool, bool]:
     """(facts so far, the last call named, whether it finished, whether every GPU was read)."""
+    import dataclasses
+
+    from cudadoctor.facts.nvml import DriverFacts
+
     system: Any = None
     devices: list = []
     call = None
@@ -96,11 +110,15 @@ def _parse(lines: list[str]) -> tuple[DriverFacts | None, str | None, bool, bool
     return facts, call, done, complete
 
 
-def _result(lines: list[str], ended: str | None) -> DriverFacts:
-    """Facts from the child's lines; `ended` says how it ended when it did not finish."""
+def _result(lines: list[str], ended: str | None, last_call: str | None = None) -> DriverFacts:
+    """Facts from the child's lines; `ended` says how it ended when it did not finish; `last_call`, the
+    call it was in as the forked child left it in shared memory (else the last CALL line)."""
+    from cudadoctor.facts.nvml import DriverFacts
+
     facts, call, done, complete = _parse(lines)
     if done and facts is not None:
         return facts
+    call = last_call or call
     where = f" in {call}" if call else ""
     failure = f"{ended or 'stopped'}{where}"
     if facts is None:  # nothing was read: NVML itself could not start
@@ -114,6 +132,8 @@ def _result(lines: list[str], ended: str | None) -> DriverFacts:
 
 
 def _signal_name(status: int) -> str:
+    import signal
+
     if os.WIFSIGNALED(status):
         try:
             return f"crashed ({signal.Signals(os.WTERMSIG(status)).name})"
@@ -122,48 +142,133 @@ def _signal_name(status: int) -> str:
     return f"exited with code {os.WEXITSTATUS(status)}"
 
 
-def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
-    import pynvml  # noqa: F401  (the Python module only: the library loads in the child, at nvmlInit)
+class _Started:
+    """A query under way in a forked child."""
 
-    from cudadoctor.backends.child import forget_pid, remember_pid
+    __slots__ = ("fd", "pid", "shared", "started", "with_binding", "with_processes")
+
+    def __init__(
+        self, pid: int, fd: int, started: float, with_processes: bool, with_binding: bool, shared: Any
+    ) -> None:
+        self.pid, self.fd = pid, fd  # fd: the read end of the child's pipe
+        self.started = started  # time.monotonic() at the fork: --timeout bounds the query from there
+        self.with_processes, self.with_binding = with_processes, with_binding
+        self.shared = shared  # the mmap where the child names the call under way
+
+
+_PREFETCHED: _Started | None = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this child when the doctor ends, however it ends (a usage error before the
+    command took the prefetched query over, a signal, os._exit), so a hung NVML call never outlives it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the doctor ended before prctl took effect
+        os._exit(1)
+
+
+CALL_ROOM = 256  # bytes of shared memory for the name of the call under way
+
+
+def _start(with_processes: bool, with_binding: bool) -> _Started:
+    import mmap
 
     r, w = os.pipe()
-    pid = os.fork()
+    # The child names each call in shared memory, not on the pipe: a write and a wake-up of the parent
+    # per call would be ~25 a GPU. Only nvmlShutdown is also announced on the pipe (see _collect).
+    shared = mmap.mmap(-1, CALL_ROOM)
+    parent = os.getpid()
+    started = time.monotonic()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        shared.close()
+        raise
     if pid == 0:  # the child: query, report, and leave without running the parent's exit handlers
         code = 0
         try:
+            import _signal
+
             for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the parent's handlers are not the child's
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
+                _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
             os.close(r)
+            _die_with_parent(parent)
 
             def write(line: str) -> None:
                 os.write(w, (line + "\n").encode())
 
-            _run_query(write, with_processes, with_binding)
+            def trace(name: str) -> None:
+                data = (name + "\n").encode()[:CALL_ROOM]
+                shared[: len(data)] = data
+                if name == "nvmlShutdown":
+                    write(CALL + name)
+
+            _run_query(write, with_processes, with_binding, trace)
         except BaseException:
             code = 1
         finally:
             os._exit(code)
-    remember_pid(pid)  # a signal that ends the doctor kills this child too
     os.close(w)
-    buf = b""
+    if not sys.platform.startswith("linux") or "cudadoctor.backends.child" in sys.modules:
+        from cudadoctor.backends.child import remember_pid
+
+        remember_pid(pid)  # a signal that ends the doctor kills this child too (Linux: _die_with_parent)
+    return _Started(pid, r, started, with_processes, with_binding, shared)
+
+
+def _forget(pid: int) -> None:
+    child = sys.modules.get("cudadoctor.backends.child")
+    if child is not None:
+        child.forget_pid(pid)
+
+
+def _all_read(chunks: list[bytes]) -> bool:
+    """Whether the child reported every GPU: as many DEVICE lines as the SYSTEM line counts."""
+    lines = b"".join(chunks).decode(errors="replace").splitlines()
+    devices = sum(1 for ln in lines if ln.startswith(DEVICE))
+    system = next((ln for ln in reversed(lines) if ln.startswith(SYSTEM)), None)
+    try:
+        count = _unpack(system[len(SYSTEM) :]).device_count if system else None
+    except Exception:
+        return False
+    return count is not None and devices >= count
+
+
+def _collect(job: _Started, timeout: float) -> DriverFacts:
+    import select
+
+    r, pid = job.fd, job.pid
+    chunks: list[bytes] = []  # joined once at the end (bytes += bytes copies everything each time)
+    size = 0
+    tail = b""
     ended = None
-    deadline = time.monotonic() + timeout
+    deadline = job.started + timeout
     limit = deadline
+    shutdown = f"{CALL}nvmlShutdown\n".encode()
     try:
         while True:
-            if limit == deadline and buf.endswith(f"{CALL}nvmlShutdown\n".encode()):
-                if _parse(buf.decode(errors="replace").splitlines())[3]:
-                    # every GPU is read; only nvmlShutdown is left: a short grace, not the whole bound
-                    limit = min(deadline, time.monotonic() + SHUTDOWN_GRACE)
+            if limit == deadline and tail == shutdown and _all_read(chunks):
+                # every GPU is read; only nvmlShutdown is left: a short grace, not the whole bound
+                limit = min(deadline, time.monotonic() + SHUTDOWN_GRACE)
             now = time.monotonic()
             ready, _, _ = select.select([r], [], [], max(0.0, min(limit - now, 0.25)))
             if ready:
-                chunk = os.read(r, 65536)
+                chunk = os.read(r, 1 << 20)
                 if not chunk:
                     break
-                buf += chunk
-                if len(buf) > MAX_OUTPUT:
+                chunks.append(chunk)
+                size += len(chunk)
+                tail = (tail + chunk)[-len(shutdown) :]
+                if size > MAX_OUTPUT:
                     ended = "printed too much"
                     break
             elif time.monotonic() >= limit:
@@ -172,15 +277,50 @@ def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverF
     finally:
         os.close(r)
         if ended is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            _kill(pid)
         _, status = os.waitpid(pid, 0)
-        forget_pid(pid)
+        _forget(pid)
     if ended is None and status != 0:
         ended = _signal_name(status)
-    return _result(buf.decode(errors="replace").splitlines(), ended)
+    last_call = job.shared[:].split(b"\n", 1)[0].decode(errors="replace") or None
+    job.shared.close()
+    return _result(b"".join(chunks).decode(errors="replace").splitlines(), ended, last_call)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, 9)  # SIGKILL
+    except OSError:
+        pass
+
+
+def _discard(job: _Started) -> None:
+    os.close(job.fd)
+    _kill(job.pid)
+    os.waitpid(job.pid, 0)
+    _forget(job.pid)
+    job.shared.close()
+
+
+def prefetch(with_processes: bool) -> None:
+    """Start the query `cudadoctor gpus` is about to make, before its command line is parsed: the doctor's
+    imports then overlap with the child's. query() takes it over when its arguments agree; when the
+    command never asks (a usage error), the child dies with the doctor (_die_with_parent)."""
+    global _PREFETCHED
+    if _PREFETCHED is None and hasattr(os, "fork") and sys.platform.startswith("linux"):
+        # what both sides need is imported once, before the fork (dataclasses pulls in inspect and re)
+        import cudadoctor.facts.nvml  # noqa: F401
+
+        try:
+            _PREFETCHED = _start(with_processes, False)
+        except OSError:  # no fork now (a process limit): the command queries the usual way
+            _PREFETCHED = None
+
+
+def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
+    import pynvml  # noqa: F401  (the Python module only, shared by every fork: `gpus --watch` forks often)
+
+    return _collect(_start(with_processes, with_binding), timeout)
 
 
 def _subprocess(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
@@ -200,7 +340,16 @@ def _subprocess(with_processes: bool, with_binding: bool, timeout: float) -> Dri
 
 def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
     """NVML facts, isolated. Without the binding there is nothing to isolate: say so at once."""
+    global _PREFETCHED
+    job, _PREFETCHED = _PREFETCHED, None
+    if job is not None:
+        if (job.with_processes, job.with_binding) == (with_processes, with_binding):
+            return _collect(job, timeout)  # without the binding, the child says BINDING_MISSING
+        _discard(job)
     import importlib.util
+    import threading
+
+    from cudadoctor.facts.nvml import DriverFacts
 
     if importlib.util.find_spec("pynvml") is None:
         return DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING")

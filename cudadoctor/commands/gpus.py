@@ -1,9 +1,11 @@
 """`cudadoctor gpus`: NVML facts -> table, JSON or a CUDA_VISIBLE_DEVICES line. Never imports torch.
 
 Start-up time is this command's product requirement (benchmarks/bench_gpus.py against nvitop): it
-imports no rules, no rich and no torch. NVML runs in a forked child (backends/nvml_isolated.py), so a
-crash inside the driver library is one line naming the call (exit 3) and a hung call keeps the GPUs
-already read.
+imports no rules, no rich, no report.py and no torch. NVML runs in a forked child
+(backends/nvml_isolated.py), so a crash inside the driver library is one line naming the call (exit 3)
+and a hung call keeps the GPUs already read. __main__ forks that child before click is even imported,
+so the two start-ups overlap; the table's modules are imported while the child queries; the process
+ends with os._exit once everything is written (the interpreter's teardown would cost ~30 ms).
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ import os
 import shutil
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from cudadoctor import __version__
-from cudadoctor.cli import Seconds, echo, fail, run_command, size_option
+from cudadoctor.cli import Seconds, _flush, echo, fail, run_command, size_option
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
+from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
 from cudadoctor.facts.nvml import DriverFacts, NvmlDevice
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.knowledge.visibility import Visibility, parse
-from cudadoctor.report import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
+from cudadoctor.locale import _
 
 NVML_TIMEOUT = 15.0
 
@@ -86,25 +89,42 @@ def gpus(**o: Any) -> None:
     if o["pick"] is None and (
         o["min_free"] is not None or o["max_util"] is not None or o["min_cc"] or o["by"] != "uuid" or o["shell"] != "sh"
     ):
-        fail("--min-free, --max-util, --min-cc, --format and --shell go with --pick N")
+        fail(_("--min-free, --max-util, --min-cc, --format and --shell go with --pick N"))
     if o["watch"] is not None and o["pick"] is not None:
-        fail("--watch shows the table; it does not go with --pick")
+        fail(_("--watch shows the table; it does not go with --pick"))
     if o["min_cc"] is not None:
         from cudadoctor.knowledge.architectures import parse_cc
 
         if parse_cc(o["min_cc"]) is None:
-            fail(f"--min-cc: {o['min_cc']!r} is not a compute capability like 8.0")
+            fail(_("--min-cc: {value} is not a compute capability like 8.0").format(value=repr(o["min_cc"])))
     o["sort_by"] = "free" if o.pop("sort_by_free") else o["sort_by"]
-    run_command(run_gpus, **o)
+    if o["watch"] is not None:
+        run_command(run_gpus, **o)
+    code = run_gpus(**o)
+    _flush()  # a full disk or a closed pipe is reported here, as for every command
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit without the interpreter's teardown of every module and object (~30 ms, a tenth of the command):
+    everything is written and no child is left. Only in the doctor's own process (not a caller's of
+    cli.main), and not under coverage, whose exit hook must run."""
+    if not getattr(sys.modules.get("cudadoctor.__main__"), "ENTRY_POINT", False) or "coverage" in sys.modules:
+        sys.exit(code)
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
 
 
 def snapshot(with_processes: bool, timeout: float = NVML_TIMEOUT) -> DriverFacts:
     from cudadoctor.backends.nvml_isolated import query
 
-    facts = query(with_processes=with_processes, with_binding=False, timeout=timeout)
     if with_processes:
         from cudadoctor.backends.procinfo import describe_processes
-
+    facts = query(with_processes=with_processes, with_binding=False, timeout=timeout)
+    if with_processes:
         describe_processes([p for d in facts.devices for p in d.processes])
     return facts
 
@@ -128,9 +148,9 @@ def _visibility(driver: DriverFacts) -> Visibility:
 def _problem(driver: DriverFacts) -> tuple[str, int] | None:
     """A line for stderr and the exit code when the table cannot be trusted whole."""
     if driver.init_status in ("CRASHED", "HUNG"):
-        return f"cudadoctor: NVML {driver.init_message}: the driver library itself failed (run `cudadoctor check`)", 3
+        line = _("NVML {message}: the driver library itself failed (run `cudadoctor check`)")
+        return "cudadoctor: " + line.format(message=driver.init_message), 3
     if driver.init_status != "ok":
-        from cudadoctor.locale import _
         from cudadoctor.locale.localize import title as localized
 
         code, title = _no_driver_finding(driver)
@@ -138,12 +158,14 @@ def _problem(driver: DriverFacts) -> tuple[str, int] | None:
         return f"cudadoctor: {line}", EXIT_PROBLEMS
     if driver.device_count is None:
         why = driver.query_errors.get("nvmlDeviceGetCount", driver.query_failure or "no answer")
-        return f"cudadoctor: NVML could not count the GPUs (nvmlDeviceGetCount: {why})", EXIT_INCOMPLETE
+        line = _("NVML could not count the GPUs (nvmlDeviceGetCount: {why})").format(why=why)
+        return f"cudadoctor: {line}", EXIT_INCOMPLETE
     if driver.query_failure:
         unread = driver.device_count - len(driver.devices)
         if unread > 0:
-            return f"cudadoctor: NVML {driver.query_failure}; {unread} GPU(s) not shown", EXIT_INCOMPLETE
-        return f"cudadoctor: note: NVML {driver.query_failure}", EXIT_OK
+            line = _("NVML {failure}; {unread} GPU(s) not shown").format(failure=driver.query_failure, unread=unread)
+            return f"cudadoctor: {line}", EXIT_INCOMPLETE
+        return "cudadoctor: " + _("note: NVML {failure}").format(failure=driver.query_failure), EXIT_OK
     return None
 
 
@@ -245,6 +267,9 @@ def run_gpus(
 ) -> int:
     if watch is not None:
         return _watch(sort_by, reverse, as_json, watch, wide, redact, timeout)
+    if pick is None and not as_json:  # imported while the NVML child (started by __main__) still queries
+        import cudadoctor.knowledge.gpu_health
+        import cudadoctor.render.gpus_table  # noqa: F401
     # --pick needs no process details (who holds memory): skip reading them
     driver = snapshot(with_processes=pick is None or as_json, timeout=timeout)
     problem = _problem(driver)
@@ -295,13 +320,14 @@ def _pick(
     elif chosen.chosen:
         echo("\n".join(export_lines(chosen.chosen, by, shell)))
     if not chosen.chosen:
-        why = "; ".join(f"GPU {i}: {r}" for i, r in sorted(chosen.rejected.items()))
-        within = f" (CUDA_VISIBLE_DEVICES hides {hidden})" if hidden else ""
-        echo(
-            f"cudadoctor: only {chosen.candidates} of {len(candidates)} GPUs qualify{within}, {n} requested"
-            + (f" ({why})" if why else ""),
-            err=True,
+        from cudadoctor.locale.localize import label
+
+        why = _("; ").join(f"GPU {i}: {label(r)}" for i, r in sorted(chosen.rejected.items()))
+        within = _(" (CUDA_VISIBLE_DEVICES hides {hidden})").format(hidden=hidden) if hidden else ""
+        line = _("only {qualified} of {count} GPUs qualify{within}, {requested} requested").format(
+            qualified=chosen.candidates, count=len(candidates), within=within, requested=n
         )
+        echo("cudadoctor: " + line + (_(" ({why})").format(why=why) if why else ""), err=True)
         return EXIT_NOT_ENOUGH_GPUS
     return EXIT_OK
 
@@ -320,9 +346,8 @@ def _watch(
                 text = _json(_envelope(driver, sort_devices(driver.devices, sort_by, reverse), redact), indent=None)
             else:
                 stamp = time.strftime("%H:%M:%S")
-                text = f"{stamp}  every {interval:g} s, Ctrl-C to stop\n" + _table(
-                    driver, sort_devices(driver.devices, sort_by, reverse), wide, redact
-                )
+                every = _("{stamp}  every {interval} s, Ctrl-C to stop").format(stamp=stamp, interval=f"{interval:g}")
+                text = every + "\n" + _table(driver, sort_devices(driver.devices, sort_by, reverse), wide, redact)
             echo(clear + text + ("" if clear or as_json else "\n"))
             sys.stdout.flush()
             time.sleep(interval)

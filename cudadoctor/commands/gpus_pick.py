@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cudadoctor.facts.nvml import NvmlDevice
+from cudadoctor.locale import N_
 
 SORT_KEYS = ("index", "free", "used", "util", "temp")
 SHELLS = ("sh", "fish", "powershell", "cmd")
@@ -49,13 +50,13 @@ def pick(
         if d.error:
             rejected[d.index] = d.error
         elif d.mig_enabled:
-            rejected[d.index] = "MIG mode (select one instance by its MIG- UUID)"
+            rejected[d.index] = N_("MIG mode (select one instance by its MIG- UUID)")
         elif not d.uuid:
-            rejected[d.index] = "no UUID"
+            rejected[d.index] = N_("no UUID")
         elif min_free is not None and (d.memory_free is None or d.memory_free < min_free):
-            rejected[d.index] = "too little free memory"
+            rejected[d.index] = N_("too little free memory")
         elif max_util is not None and (d.utilization_gpu is None or d.utilization_gpu > max_util):
-            rejected[d.index] = "too busy"
+            rejected[d.index] = N_("too busy")
         elif need_cc is not None and ((cc := parse_cc(d.compute_capability)) is None or cc < need_cc):
             rejected[d.index] = f"compute capability {d.compute_capability or 'unknown'} below {min_cc}"
         else:

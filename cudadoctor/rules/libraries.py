@@ -374,9 +374,7 @@ def _pins(f: Facts, lf: LibraryFacts) -> list[Finding]:
         sev = Severity.ERROR
     missing = [p for p in bad if p.installed is None]
     differ = [p for p in bad if p.installed is not None]
-    counts = ", ".join(
-        ([f"{len(differ)} differ"] if differ else []) + ([f"{len(missing)} missing"] if missing else [])
-    )
+    counts = ", ".join(([f"{len(differ)} differ"] if differ else []) + ([f"{len(missing)} missing"] if missing else []))
     torch_name = f"torch {t.version}" if t is not None and t.version else "torch"
     fixes = [
         fix(
