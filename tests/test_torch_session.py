@@ -217,3 +217,27 @@ def test_a_compile_hang_on_a_gpu_machine_says_it_was_compiling_for_the_gpu():
     assert titles == ["The torch.compile check timed out while compiling on the GPU"]
     facts.torch = torch_cuda("2.13.0+cu126", "12.6", "8.0 9.0", [h100], available=False)
     assert "while compiling on the CPU" in next(f.title for f in evaluate(facts, []) if f.code == "CD228")
+
+
+def test_child_scripts_never_shadow_the_targets_cuda_package(tmp_path):
+    """A script run by path puts its directory first on sys.path, and that directory holds cudadoctor's
+    cuda.py: torch or Triton importing cuda-python's `cuda` would get ours (and fail as "import torch
+    fails"). Every child script takes its directory off the path first."""
+    site = tmp_path / "site"
+    (site / "cuda").mkdir(parents=True)
+    (site / "cuda" / "__init__.py").write_text("WHO = 'cuda-python'\n")
+    backends = ROOT / "cudadoctor" / "backends"
+    for script in ("torch_child", "measure_child", "compile_child", "torch_session_child", "fleet_child"):
+        code = (
+            f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); "
+            f"runpy.run_path({str(backends / (script + '.py'))!r}, run_name='loaded'); "
+            "import cuda; print(cuda.WHO)"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(site)},
+            timeout=60,
+        )
+        assert out.stdout.strip() == "cuda-python", (script, out.stderr[-500:])

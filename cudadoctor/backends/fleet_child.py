@@ -27,6 +27,23 @@ import sys
 import threading
 import time
 
+# This script's directory holds cudadoctor's own modules (cuda.py, compile.py, …): they must never shadow
+# the target interpreter's packages (cuda-python's `cuda`, which torch and Triton may import).
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != os.path.dirname(os.path.realpath(__file__))]
+
+
+def hard_exit(code):
+    """os._exit (tearing torch down takes up to a second), after coverage's data when tests measure us."""
+    cov = getattr(sys.modules.get("coverage"), "Coverage", None)
+    current = cov.current() if cov is not None else None
+    try:
+        if current is not None:
+            current.stop()
+            current.save()
+    finally:  # whatever coverage does (from a watchdog thread, say), the process ends
+        os._exit(code)
+
+
 MARK = "CUDADOCTOR_FLEET "
 MiB = 1 << 20
 
@@ -75,7 +92,7 @@ class Watchdog:
             emit("end", rank=fleet.rank, result=fleet.result, ranks={}, missing=[], last={}, error=one_line(exc))
         finally:
             sys.stdout.flush()
-            os._exit(0)
+            hard_exit(0)
 
 
 def env_int(name, default):
@@ -144,7 +161,7 @@ class Fleet:
         if self.watchdog is not None:
             self.watchdog.arm(step, self.timeout * ops + 5)
         if self.test.get("exit", {}).get(str(self.rank)) == step:
-            os._exit(17)  # tests: a rank that dies before this step
+            hard_exit(17)  # tests: a rank that dies before this step
         if self.test.get("hang", {}).get(str(self.rank)) == step:
             time.sleep(3600)  # tests: a rank that never arrives at this step
         self.result["at"] = step
@@ -553,7 +570,7 @@ def main():
             verdict(sys.argv[2])
         finally:
             sys.stdout.flush()
-            os._exit(0)
+            hard_exit(0)
     cfg = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     payload = sys.stdin.read() if cfg.get("payload") else ""
     fleet = Fleet(cfg)
@@ -569,7 +586,7 @@ def main():
     except Exception as exc:
         emit("end", rank=fleet.rank, result=fleet.result, ranks={}, missing=[], last={}, error=one_line(exc))
     sys.stdout.flush()
-    os._exit(0)  # never wait on a communicator that may be stuck
+    hard_exit(0)  # never wait on a communicator that may be stuck
 
 
 def finish(fleet):

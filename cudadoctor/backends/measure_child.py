@@ -12,6 +12,23 @@ import statistics
 import sys
 import time
 
+# This script's directory holds cudadoctor's own modules (cuda.py, compile.py, …): they must never shadow
+# the target interpreter's packages (cuda-python's `cuda`, which torch and Triton may import).
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != os.path.dirname(os.path.realpath(__file__))]
+
+
+def hard_exit(code):
+    """os._exit (tearing torch down takes up to a second), after coverage's data when tests measure us."""
+    cov = getattr(sys.modules.get("coverage"), "Coverage", None)
+    current = cov.current() if cov is not None else None
+    try:
+        if current is not None:
+            current.stop()
+            current.save()
+    finally:  # whatever coverage does (from a watchdog thread, say), the process ends
+        os._exit(code)
+
+
 MARK = "CUDADOCTOR_MEASURE_FACTS "
 
 
@@ -295,4 +312,4 @@ if __name__ == "__main__":
     sys.stdout.flush()
     # Exit at once, as the torch child does: tearing torch down at interpreter exit costs ~1 s here, and
     # this process has nothing left to clean up (DataLoader workers are gone with the loader).
-    os._exit(0)
+    hard_exit(0)
