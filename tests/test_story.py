@@ -394,3 +394,15 @@ def test_a_verdict_names_its_scope() -> None:
     timed_out = [*outcomes[1:], ProbeOutcome("toolkit", "timeout", 10.0, "did not finish within 10 s")]
     rep = build("check", fx.no_driver(), timed_out, [], expected=expected)
     assert rep.status is Status.INCOMPLETE and rep.exit_code == 3 and "failed: toolkit timeout" in rep.verdict
+
+
+def test_an_unknown_machine_reads_the_arch_list_every_platform_agrees_on() -> None:
+    """Found by the forgetting property: a K80 with torch 2.8.0+cu128 on an aarch64 box got no arch finding
+    (the tables have no aarch64 cu128 list), and forgetting the machine added CD206 from the x86 list."""
+    from cudadoctor.knowledge import wheels
+
+    assert wheels.official_arch_flags("2.8.0+cu128", "aarch64") is None
+    assert wheels.official_arch_flags("2.8.0+cu128", None) is None
+    both = wheels.official_arch_flags("2.13.0+cu130", None)
+    x86, arm = (wheels.official_arch_flags("2.13.0+cu130", m) for m in ("x86_64", "aarch64"))
+    assert both is not None and x86 and arm and set(both) == set(x86) | set(arm)

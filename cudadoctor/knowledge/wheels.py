@@ -124,6 +124,13 @@ def official_arch_flags(version: str | None, machine: str | None = None) -> tupl
     base, _, local = version.partition("+")
     if not re.fullmatch(r"\d+\.\d+\.\d+", base) or not re.fullmatch(r"cu\d{3}", local):
         return None
+    if machine is None:
+        # the machine is unknown: a list only where every platform's wheel is known, merged, so a GPU is
+        # called uncovered only when no platform's build covers it (knowing less never adds a problem)
+        each = [official_arch_flags(version, m) for m in ("x86_64", "aarch64")]
+        if any(flags is None for flags in each):
+            return None
+        return tuple(dict.fromkeys(flag for flags in each for flag in flags or ()))
     release = release_of(base)
     for v in variants(release or "", machine):
         if v.name == local:
