@@ -76,6 +76,8 @@ TEMPLATES: tuple[str, ...] = (
     # system and health (CD140-CD154)
     N_('/dev/shm is {size}: DataLoader workers may die with "Bus error"'),
     N_("Running in a container ({hints})"),
+    N_("{variable} is set"),  # the evidence of a container (backends/host.py)
+    N_("/proc/1/cgroup mentions {variable}"),
     N_("Running under WSL2, Windows NVIDIA driver {version}"),
     N_("Persistence mode is off on {off} of {count} GPUs"),
     N_("Persistence mode is off on {off} of 1 GPU"),

@@ -59,7 +59,8 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(WSL.finding(title=WSL.summary + (f", Windows NVIDIA driver {version}" if version else "")))
     if s.in_container is True:
         c = f.platform.container if f.platform is not None else None
-        hints = ", ".join(s.container_hints) or (c.runtime if c is not None and c.runtime else "")
+        # "; " between the evidence: each piece is translated on its own ("NVIDIA_VISIBLE_DEVICES is set")
+        hints = "; ".join(s.container_hints) or (c.runtime if c is not None and c.runtime else "")
         out.append(CONTAINER.finding(title="Running in a container" + (f" ({hints})" if hints else "")))
     return out
 
