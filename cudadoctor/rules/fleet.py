@@ -801,7 +801,7 @@ def _phase1(ff: FleetFacts) -> list[Finding]:
         [ff.label(g.node_rank), str(g.device), g.name or "?", fmt(g.gemm_tflops), fmt(g.memory_gbps), fmt(g.h2d_gbps)]
         for g in measured
     ]
-    rows.append(["expected at least", "", "", fmt(exp.tflops), fmt(exp.memory_gbps), fmt(exp.h2d_gbps)])
+    rows.append(["", "", "expected at least", fmt(exp.tflops), fmt(exp.memory_gbps), fmt(exp.h2d_gbps)])
     out.append(
         GPU_TABLE.finding(
             title=f"{plural(len(measured), 'GPU')} measured",
