@@ -260,6 +260,11 @@ def _optional(cls: type, name: str) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
 
 
+# Fields whose None states a fact, not ignorance: a GPU whose error is None answered its queries, so
+# "forgetting" a lost GPU's error would make it a working one (and its link a known one).
+STATED_BY_NONE = {("NvmlDevice", "error")}
+
+
 def forget(facts: Facts, draw: st.DrawFn) -> Facts:
     """A copy with some Optional facts, at any depth of the probe facts, replaced by None."""
 
@@ -269,7 +274,8 @@ def forget(facts: Facts, draw: st.DrawFn) -> Facts:
         changes = {}
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            if _optional(type(obj), f.name) and value is not None and draw(st.integers(0, 5)) == 0:
+            stated = (type(obj).__name__, f.name) in STATED_BY_NONE
+            if _optional(type(obj), f.name) and value is not None and not stated and draw(st.integers(0, 5)) == 0:
                 changes[f.name] = None
             elif dataclasses.is_dataclass(value):
                 changes[f.name] = walk(value)
