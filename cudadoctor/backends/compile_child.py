@@ -16,22 +16,9 @@ import sysconfig
 import tempfile
 import time
 
-# This script's directory holds cudadoctor's own modules (cuda.py, compile.py, …): they must never shadow
-# the target interpreter's packages (cuda-python's `cuda`, which torch and Triton may import).
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != os.path.dirname(os.path.realpath(__file__))]
-
-
-def hard_exit(code):
-    """os._exit (tearing torch down takes up to a second), after coverage's data when tests measure us."""
-    cov = getattr(sys.modules.get("coverage"), "Coverage", None)
-    current = cov.current() if cov is not None else None
-    try:
-        if current is not None:
-            current.stop()
-            current.save()
-    finally:  # whatever coverage does (from a watchdog thread, say), the process ends
-        os._exit(code)
-
+# the helper beside this script (also under PYTHONSAFEPATH); importing it takes this directory off sys.path
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from _cudadoctor_child import hard_exit
 
 MARK = "CUDADOCTOR_COMPILE_FACTS "
 
