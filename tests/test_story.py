@@ -412,3 +412,18 @@ def test_an_unknown_machine_reads_the_arch_list_every_platform_agrees_on() -> No
     both = wheels.official_arch_flags("2.13.0+cu130", None)
     x86, arm = (wheels.official_arch_flags("2.13.0+cu130", m) for m in ("x86_64", "aarch64"))
     assert both is not None and x86 and arm and set(both) == set(x86) | set(arm)
+
+
+def test_an_empty_arch_list_reads_as_unknown() -> None:
+    """Found by the forgetting property: torch answered arch_flags=[] for three K80s and got no arch finding,
+    while the same machine with the list unknown got CD206 from the wheel's table."""
+    from tests import facts_fixtures as ff
+
+    k80 = [ff.gpu(0, "Tesla K80", "3.7")]
+    facts = ff.healthy(k80, driver="580.95.05", cuda=13000)
+    facts.torch = ff.torch_cuda("2.8.0+cu128", "12.8", "7.5", k80)
+    facts.system.machine = "x86_64"
+    facts.torch.arch_flags = []
+    said = {f.code for f in evaluate(facts, [])}
+    facts.torch.arch_flags = None
+    assert "CD206" in said and "CD206" in {f.code for f in evaluate(facts, [])}

@@ -425,7 +425,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
     machine = f.system.machine if f.system else None
     flags = t.arch_flags
-    if flags is None:  # unknown: an official wheel's list is in the tables (a self-built torch's is not)
+    if not flags:  # unknown (or an empty list, which says nothing): an official wheel's list is in the tables
         flags = wheels.official_arch_flags(t.version, machine)
     if not flags:
         return out
@@ -455,9 +455,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
         reason = arch_reason(name, cc, machine)
         if reason:
             where = f"{reason}. {where}".strip()
-        targets = f"This build targets: {' '.join(flags)}" + (
-            "." if t.arch_flags is not None else " (its wheel's list)."
-        )
+        targets = f"This build targets: {' '.join(flags)}" + ("." if t.arch_flags else " (its wheel's list).")
         fixes = _advice_fix(advise(f), "Install a build compiled for this GPU")
         if how == "ptx":
             out.append(
