@@ -164,7 +164,9 @@ CHILD = textwrap.dedent(
         if name == "raise":
             print("END raise ValueError: no", flush=True)
             continue
-        print("END " + name, flush=True)
+        if name == "unfinished":  # a stage that leaves its last line open; the end line comes after a newline
+            sys.stdout.write("a warning without its newline")
+        print("\\nEND " + name, flush=True)
     os._exit(0)
     """
 )
@@ -181,6 +183,14 @@ def test_each_stage_gets_its_own_lines_and_a_failed_stage_does_not_stop_the_rest
     got = stages("one", "raise", "two")
     assert got["one"].ok and got["one"].stdout == "line of one"
     assert not got["raise"].ok and got["raise"].failure() == "ValueError: no"
+    assert got["two"].ok and got["two"].stdout == "line of two"
+
+
+def test_a_stage_that_leaves_a_line_unfinished_ends_where_it_ends():
+    """A second read found the end mark glued to a stage's unfinished line: that stage then took in every
+    later stage's output, and the later stages were reported as not run."""
+    got = stages("one", "unfinished", "two")
+    assert got["unfinished"].ok and got["unfinished"].stdout == "line of unfinished\na warning without its newline"
     assert got["two"].ok and got["two"].stdout == "line of two"
 
 
@@ -241,3 +251,19 @@ def test_child_scripts_never_shadow_the_targets_cuda_package(tmp_path):
             timeout=60,
         )
         assert out.stdout.strip() == "cuda-python", (script, out.stderr[-500:])
+    # the shared child loads the stage scripts after importing the helper itself: each must still leave
+    # the path clean (a second read found the directory back, three times, before torch was imported)
+    code = (
+        f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); "
+        f"g = runpy.run_path({str(backends / 'torch_session_child.py')!r}, run_name='loaded'); "
+        "[g['load'](s) for s in ('torch_child.py', 'measure_child.py', 'compile_child.py')]; "
+        "import cuda; print(cuda.WHO)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        timeout=60,
+    )
+    assert out.stdout.strip() == "cuda-python", out.stderr[-500:]

@@ -1,5 +1,6 @@
 """What every child script that runs in the TARGET interpreter shares (stdlib only). A script imports it by
-its bare name from its own directory, which this module then takes off sys.path again.
+its bare name from its own directory and then calls leave_path(), which takes that directory off sys.path
+again (also when the module was imported before: the shared torch child loads several scripts).
 
 That directory holds cudadoctor's own modules (cuda.py, compile.py, …): left first on sys.path they
 shadow the target interpreter's packages (cuda-python's `cuda`, which torch and Triton may import).
@@ -9,14 +10,17 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != HERE]
+
+
+def leave_path():
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != HERE]
 
 
 def hard_exit(code):
     """os._exit (tearing torch down takes up to a second), after coverage's data when tests measure us."""
-    cov = getattr(sys.modules.get("coverage"), "Coverage", None)
-    current = cov.current() if cov is not None else None
     try:
+        cov = getattr(sys.modules.get("coverage"), "Coverage", None)
+        current = cov.current() if cov is not None else None
         if current is not None:
             current.stop()
             current.save()

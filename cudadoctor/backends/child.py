@@ -243,7 +243,8 @@ class _StageReader(threading.Thread):
             name = self.names[self.index]
             end = self.end_mark + name
             if text != end and not text.startswith(end + " "):
-                self.lines.append(text)
+                if text:  # the child starts each end line on a line of its own: that blank line is its
+                    self.lines.append(text)
                 return
             lines, self.lines = self.lines, []
             seconds = time.monotonic() - self.since

@@ -9,9 +9,11 @@ import os
 import sys
 import warnings
 
-# the helper beside this script (also under PYTHONSAFEPATH); importing it takes this directory off sys.path
+# the helper beside this script (also under PYTHONSAFEPATH); leave_path() takes this directory off again
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from _cudadoctor_child import hard_exit
+from _cudadoctor_child import hard_exit, leave_path
+
+leave_path()
 
 MARK = "CUDADOCTOR_TORCH_FACTS "
 

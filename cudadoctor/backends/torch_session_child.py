@@ -14,9 +14,11 @@ import os
 import sys
 import traceback
 
-# the helper beside this script (also under PYTHONSAFEPATH); importing it takes this directory off sys.path
+# the helper beside this script (also under PYTHONSAFEPATH); leave_path() takes this directory off again
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from _cudadoctor_child import hard_exit
+from _cudadoctor_child import hard_exit, leave_path
+
+leave_path()
 
 END = "CUDADOCTOR_STAGE_END "
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,9 +43,10 @@ def main():
             traceback.print_exc()
             lines = ("%s: %s" % (type(exc).__name__, exc)).strip().splitlines()
             message = lines[0][:300] if lines else type(exc).__name__
-        sys.stdout.write(END + name + (" " + message if message else "") + "\n")
+        # on a line of its own, even after a stage that left a line unfinished (print(..., end=""))
+        sys.stdout.write("\n" + END + name + (" " + message if message else "") + "\n")
         sys.stdout.flush()
-        sys.stderr.write(END + name + "\n")  # what follows on stderr belongs to the next stage
+        sys.stderr.write("\n" + END + name + "\n")  # what follows on stderr belongs to the next stage
         sys.stderr.flush()
 
 
