@@ -210,3 +210,11 @@ def _status_of(data: dict) -> str:
         return "incomplete"
     worst = {f["severity"] for f in data["findings"]}
     return "problems" if "error" in worst else "warnings" if "warning" in worst else "healthy"
+
+
+def test_a_rate_beyond_the_pcie_link_shows_no_share():
+    """A second read: on a GH200 host copies go over NVLink-C2C, not PCIe; a share of 600 % would mislead."""
+    facts = h100()
+    facts.bandwidth = BandwidthFacts(transfers=copies(0, 380.0, 55.0, 26.0, 22.0))
+    row = evaluate(facts)[0].tables[0].rows[0]
+    assert row[1] == "380.0" and row[2] == "55.0 (87%)"

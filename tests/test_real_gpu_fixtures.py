@@ -98,3 +98,16 @@ def test_a_smoke_run_where_the_gpu_lost_says_slower_not_0_3x_faster():
     ]
     title = by_code(evaluate(facts))["CD406"].title
     assert "CNN 3.2x slower on the GPU" in title and "faster" not in title
+
+
+def test_the_real_starved_run_is_a_program_that_waits():
+    """`watch --json` of a loop on the H100 that builds each batch on the CPU and sleeps between steps
+    (benchmarks/real_gpu.sh): 1 % utilisation, the main process at about 60 % of a core."""
+    from cudadoctor.facts.codec import from_jsonable
+    from cudadoctor.facts.watch import Timeline
+    from cudadoctor.rules.watch import evaluate
+
+    data = json.loads((FIXTURES / "real_h100_watch_starved.json").read_text())
+    found = {f.code: f for f in evaluate(from_jsonable(Timeline, data["timeline"]))}
+    assert "CD714" in found and "CD701" not in found
+    assert "py-spy record --idle" in " ".join(c for fx in found["CD714"].fix for c in fx.commands)

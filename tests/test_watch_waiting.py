@@ -23,6 +23,9 @@ def test_not_said_when_the_cpu_explains_it_or_is_unknown() -> None:
     assert "CD714" not in codes(timeline(SWING, main=[None] * len(SWING)))  # CPU unknown: say nothing
     assert "CD714" not in codes(timeline(SWING, main=8.0, cpu_busy=100.0, load=8.0, cpu_count=2))  # starved
     assert "CD714" not in codes(timeline([97, 95, 99, 98, 96, 97], main=5.0))  # the GPU is busy
+    # a second read: a steady 62 % is not idle, and a main process at 80 % of a core is not waiting
+    assert "CD714" not in codes(timeline([60, 62, 65, 61, 63, 64, 60, 62], main=20.0))
+    assert "CD714" not in codes(timeline([40] * 8, main=80.0))
 
 
 def test_not_said_when_copies_explain_the_wait() -> None:

@@ -255,7 +255,8 @@ def _gb(v: float | None, top: float | None = None) -> str:
     """ "42.4", or "42.4 (67%)" against the link's best rate."""
     if v is None:
         return "N/A"
-    return f"{v:.1f} ({100 * v / top:.0f}%)" if top else f"{v:.1f}"
+    # beyond the link (copies over NVLink-C2C on a GH200 are not PCIe): the share would mislead
+    return f"{v:.1f} ({100 * v / top:.0f}%)" if top and v <= 1.1 * top else f"{v:.1f}"
 
 
 def _smoke(s: SmokeFacts) -> list[Finding]:

@@ -46,6 +46,7 @@ PCIE_BUSY_SHARE = 0.30  # copies running in at least this share of samples while
 THROTTLE_SHARE = 0.20  # a clock event reason in at least this share of loaded samples
 LOADED_UTIL = 20  # samples at or above this utilisation count as "under load" for throttling (not idle)
 FREE_GPU_UTIL = 10  # another GPU this idle, with no process, is free
+WAITING_MAIN_CPU = 70.0  # a main process below this percent of a core, with the GPU idle, waits (CD714)
 SHM_FULL_SHARE = 0.90
 
 # NVML clock event reasons (nvml.h, nvmlClocksEventReason*; the older name is ClocksThrottleReason)
@@ -586,6 +587,10 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
     """Low utilisation with the CPU side known and not busy, and no copy traffic to blame (CD704 says that):
     the time goes to waiting. Unknown CPU figures say nothing."""
     if cpu.main_mean is None or _copies(tl, index):
+        return []
+    # mostly idle (not merely below the bar), and a main process that is clearly not busy: a steady 60 %
+    # or a main process at 80 % of a core is not "a program that waits"
+    if not (idle >= SWING_IDLE_SHARE or mean < IDLE_UTIL) or cpu.main_mean >= WAITING_MAIN_CPU:
         return []
     busy = _known(s.cpu_busy for s, _ in _on_gpu(tl, index))
     if busy and _mean(busy) >= MACHINE_BUSY:
