@@ -237,33 +237,20 @@ def test_child_scripts_never_shadow_the_targets_cuda_package(tmp_path):
     (site / "cuda").mkdir(parents=True)
     (site / "cuda" / "__init__.py").write_text("WHO = 'cuda-python'\n")
     backends = ROOT / "cudadoctor" / "backends"
+
+    def which_cuda(then: str) -> subprocess.CompletedProcess:
+        """`import cuda` after `then` ran with cudadoctor/backends first on the path, as a script run by path."""
+        code = f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); {then}; import cuda; print(cuda.WHO)"
+        env = {**os.environ, "PYTHONPATH": str(site)}
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+
     for script in ("torch_child", "measure_child", "compile_child", "torch_session_child", "fleet_child"):
-        code = (
-            f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); "
-            f"runpy.run_path({str(backends / (script + '.py'))!r}, run_name='loaded'); "
-            "import cuda; print(cuda.WHO)"
-        )
-        out = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(site)},
-            timeout=60,
-        )
+        out = which_cuda(f"runpy.run_path({str(backends / (script + '.py'))!r}, run_name='loaded')")
         assert out.stdout.strip() == "cuda-python", (script, out.stderr[-500:])
     # the shared child loads the stage scripts after importing the helper itself: each must still leave
     # the path clean (a second read found the directory back, three times, before torch was imported)
-    code = (
-        f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); "
+    out = which_cuda(
         f"g = runpy.run_path({str(backends / 'torch_session_child.py')!r}, run_name='loaded'); "
-        "[g['load'](s) for s in ('torch_child.py', 'measure_child.py', 'compile_child.py')]; "
-        "import cuda; print(cuda.WHO)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(site)},
-        timeout=60,
+        "[g['load'](s) for s in ('torch_child.py', 'measure_child.py', 'compile_child.py')]"
     )
     assert out.stdout.strip() == "cuda-python", out.stderr[-500:]

@@ -147,6 +147,21 @@ def _start(argv: Sequence[str], env: Mapping[str, str] | None, stdin: bool) -> s
     return proc
 
 
+def _reap(proc: subprocess.Popen, out: threading.Thread, err: threading.Thread, kill: bool = True) -> None:
+    """End a child (and its process group) and its pipe readers, each wait bounded: pipes close when the
+    child and anything it left holding them are gone, so readers still alive then mean a grandchild does."""
+    if kill:
+        _kill_tree(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    out.join(2.0)
+    err.join(2.0)
+    if out.is_alive() or err.is_alive():
+        _kill_tree(proc)
+
+
 def run_child(
     argv: Sequence[str],
     timeout: float,
@@ -171,16 +186,9 @@ def run_child(
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_tree(proc)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        # pipes close when the child (and anything it left holding them) is gone; bound the wait
-        out.join(2.0)
-        err.join(2.0)
-        if out.is_alive() or err.is_alive():
-            _kill_tree(proc)
+            _reap(proc, out, err)
+        else:
+            _reap(proc, out, err, kill=False)
         return ChildResult(
             proc.returncode if not timed_out else None,
             out.text(),
@@ -298,13 +306,7 @@ def run_stages(
             except subprocess.TimeoutExpired:
                 continue  # the deadline moves on each time a stage ends
         # the stages are over: whatever the child left running (workers, compilers) goes too
-        _kill_tree(proc)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        out.join(2.0)
-        err.join(2.0)
+        _reap(proc, out, err)
         with out.lock:
             out.closed = True
             index = out.index

@@ -4,7 +4,6 @@ and the zh_CN translations: `python -m cudadoctor.locale.findings_doc docs/zh_CN
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 HEADER = """\
 # 检查结论目录（Findings catalogue）
@@ -25,11 +24,9 @@ def render(language: str = "zh_CN") -> str:
 
 
 def main() -> None:
-    text = render()
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    from cudadoctor.render import catalogue
+
+    catalogue.write(render(), sys.argv)
 
 
 if __name__ == "__main__":

@@ -44,12 +44,16 @@ def render(
     return "\n".join(lines)
 
 
-def main() -> None:
-    text = render()
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(text, encoding="utf-8")
+def write(text: str, argv: list[str]) -> None:
+    """A generated page to the path given on the command line, or to stdout."""
+    if len(argv) > 1:
+        Path(argv[1]).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+def main() -> None:
+    write(render(), sys.argv)
 
 
 if __name__ == "__main__":
