@@ -392,7 +392,13 @@ static int procs(void *h, unsigned *count, pinfo_t *out, int graphics) {
     if (!d) return 2;
     if (d->error) return d->error;
     tl_apply(d);
-    unsigned n = 0, child = tl_child_pid();
+    /* only a `pid=child` line needs the child's pid: a real driver scans no /proc, nor should this */
+    unsigned n = 0, child = 0;
+    for (int i = 0; i < M.nproc; i++)
+        if (M.proc[i].gpu == d->index && M.proc[i].graphics == graphics && M.proc[i].child) {
+            child = tl_child_pid();
+            break;
+        }
     for (int i = 0; i < M.nproc; i++)
         if (M.proc[i].gpu == d->index && M.proc[i].graphics == graphics && (!M.proc[i].child || child)) n++;
     if (out == NULL || *count < n) {
