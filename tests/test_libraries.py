@@ -533,6 +533,17 @@ def test_k80_and_rtx5090_name_the_architecture_and_why():
         == "NVIDIA A100 is Ampere, sm_80: every torch 2.14 build has kernels for it"
     )
 
+    # a fix that installs torch 2.13 speaks of 2.13's builds, not of the newest release's
+    assert arch_reason("NVIDIA A100", "8.0", always=True, release="2.13") == (
+        "NVIDIA A100 is Ampere, sm_80: every torch 2.13 build has kernels for it"
+    )
+    assert arch_reason("NVIDIA GeForce RTX 5090", "12.0", always=True, release="2.6") == (
+        "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: no torch 2.6 build has kernels for it"
+    )
+    rtx3060 = cpu_torch_with(EnvironmentManager("pip", prefix="/opt/venv"))
+    assert "torch 2.13.0 cu126" in rtx3060.fix[0].when and "every torch 2.13 build" in rtx3060.fix[0].when
+    assert "2.14" not in rtx3060.fix[0].when
+
     dev = [gpu(0, "NVIDIA GeForce RTX 5090", "12.0", total_gib=32)]
     facts = healthy(dev, driver="570.86.16", cuda=12080)
     facts.torch = torch_cuda("2.5.1+cu121", "12.1", CU126, dev)

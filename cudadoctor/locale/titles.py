@@ -363,6 +363,7 @@ LABELS: tuple[str, ...] = (
     N_("{gpu} is {arch}, sm_{sm}: every torch {release} build has kernels for it"),
     N_("{gpu} is {arch}, sm_{sm}: no PyTorch build in cudadoctor's tables has kernels for it"),
     N_("{gpu} is {arch}, sm_{sm}: no current release has kernels for it"),
+    N_("{gpu} is {arch}, sm_{sm}: no torch {release} build has kernels for it"),
     N_("the last that does is torch {release} ({names})"),
     N_("{gpu} is {arch}, sm_{sm}: only {variant} builds and newer have kernels for it"),
     N_("{gpu} is {arch}, sm_{sm}: of torch {release}'s builds only {names} have kernels for it"),

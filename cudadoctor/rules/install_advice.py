@@ -273,9 +273,12 @@ def uv_project_snippet(variant: wheels.Variant, names: list[str]) -> list[str]:
 # --- why this variant, and a driver upgrade as a real command ---------------------------------------
 
 
-def arch_reason(name: str, cc: str, machine: str | None = None, always: bool = False) -> str | None:
+def arch_reason(
+    name: str, cc: str, machine: str | None = None, always: bool = False, release: str | None = None
+) -> str | None:
     """Why a GPU needs some builds: "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and
-    newer have kernels for it". None when every current build has kernels for it (unless `always`)."""
+    newer have kernels for it". None when every current build has kernels for it (unless `always`).
+    `release`: the torch release a fix installs, which the sentence is then about (not the newest)."""
     parsed = parse_cc(cc)
     if parsed is None:
         return None
@@ -285,9 +288,11 @@ def arch_reason(name: str, cc: str, machine: str | None = None, always: bool = F
         r: [v.name for v in wheels.variants(r, machine) if wheels.coverage(v.arch_flags, cc) == "sm"] for r in releases
     }
     known = [r for r in releases if len(wheels.variants(r, machine)) > 1] or releases  # full rows only
-    current = known[0]
+    current = release if release in covering else known[0]
     if not any(covering.values()):
         return f"{head}: no PyTorch build in cudadoctor's tables has kernels for it"
+    if not covering[current] and current == release:  # it runs through PTX JIT only: the advice says so
+        return f"{head}: no torch {release} build has kernels for it"
     if not covering[current]:
         last = next(r for r in releases if covering[r])
         last_names = ", ".join(covering[last])
@@ -302,14 +307,14 @@ def arch_reason(name: str, cc: str, machine: str | None = None, always: bool = F
     return f"{head}: of torch {current}'s builds only {', '.join(covering[current])} have kernels for it"
 
 
-def gpu_reasons(f: Facts) -> list[str]:
+def gpu_reasons(f: Facts, release: str | None = None) -> list[str]:
     machine = f.system.machine if f.system else None
     seen, out = set(), []
     for name, cc in gpu_capabilities(f):
         if (name, cc) in seen:
             continue
         seen.add((name, cc))
-        if why := arch_reason(name, cc, machine, always=True):
+        if why := arch_reason(name, cc, machine, always=True, release=release):
             out.append(why)
     return out
 
@@ -378,7 +383,7 @@ def advise(f: Facts) -> Advice:
             )
             if not cubin:
                 why += "; runs through PTX JIT only"
-            reasons = gpu_reasons(f)
+            reasons = gpu_reasons(f, rel)  # about the release this advice installs
             if reasons:
                 why += "; " + "; ".join(reasons)
             advice = Advice(
