@@ -3,8 +3,10 @@ hard, as a new user and as an attacker would, with its regression test."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -417,6 +419,36 @@ def test_pick_chooses_within_cuda_visible_devices_and_by_capability(run_cli):
     assert r.code == 0 and r.stdout.strip().endswith("000000000001")
     r = run_cli("gpus", "--pick", "2", "--min-cc", "8.0", machine=machine, env=env)
     assert r.code == 4 and "compute capability 7.5 below 8.0" in r.stderr and "hides 1" in r.stderr
+
+
+def test_an_nvml_child_stuck_in_the_driver_does_not_hang_gpus(fake_libs, tmp_path):
+    """SIGKILL lands only when a call in the kernel returns, and a hung GPU's may never: `gpus` then goes
+    on without the child (here a kill that cannot land yet) and keeps the table."""
+    machine = tmp_path / "machine.txt"
+    machine.write_text(H100_HEALTHY + "hang_in nvmlShutdown\n")
+    script = (
+        "import sys\n"
+        "from cudadoctor.backends import nvml_isolated\n"
+        "stuck = []\n"
+        "nvml_isolated._kill = stuck.append\n"
+        "nvml_isolated.SHUTDOWN_GRACE, nvml_isolated.KILL_GRACE = 0.2, 0.5\n"
+        "sys.argv = ['cudadoctor', 'gpus']\n"
+        "from cudadoctor.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    sys.stderr.write(f'STUCK {stuck}\\n')\n"
+    )
+    env = {**os.environ, **fake_machine_env(machine, list(fake_libs)), "COLUMNS": "80"}
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    stuck = [int(p) for p in re.findall(r"\d+", r.stderr.rsplit("STUCK", 1)[-1])]
+    for pid in stuck:  # the test's own clean-up: the real child only sleeps in the fake library
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert time.monotonic() - start < 20 and stuck
+    assert r.returncode == 0 and "H100" in r.stdout  # every GPU was read: the table stays
+    assert "nvmlShutdown" in r.stderr and "could not be stopped (stuck in the driver)" in r.stderr
 
 
 def test_nvml_crash_and_hang_and_a_failing_count(run_cli):

@@ -278,13 +278,45 @@ def _collect(job: _Started, timeout: float) -> DriverFacts:
         os.close(r)
         if ended is not None:
             _kill(pid)
-        _, status = os.waitpid(pid, 0)
-        _forget(pid)
-    if ended is None and status != 0:
+        status = _wait(pid)
+        if status is None and ended is None:  # the pipe closed but the child goes on: end it
+            _kill(pid)
+            status = _wait(pid)
+        if status is not None:
+            _forget(pid)
+    if status is None:
+        ended = ended or "did not exit"
+    elif ended is None and status != 0:
         ended = _signal_name(status)
     last_call = job.shared[:].split(b"\n", 1)[0].decode(errors="replace") or None
     job.shared.close()
-    return _result(b"".join(chunks).decode(errors="replace").splitlines(), ended, last_call)
+    facts = _result(b"".join(chunks).decode(errors="replace").splitlines(), ended, last_call)
+    if status is None:  # still there after SIGKILL: worth knowing, a GPU whose driver call never returns
+        stuck = "; the process could not be stopped (stuck in the driver)"
+        facts.query_failure = (facts.query_failure or "") + stuck
+        if facts.init_status == "HUNG" and facts.init_message:
+            facts.init_message += stuck
+    return facts
+
+
+KILL_GRACE = 2.0  # seconds a killed child gets to go
+
+
+def _wait(pid: int) -> int | None:
+    """The child's exit status; None when it is still there after `grace` seconds. SIGKILL takes effect
+    only when a call in the kernel returns, and a hung GPU's driver call may never: the doctor then goes
+    on without it (init reaps it when it finally ends)."""
+    deadline = time.monotonic() + KILL_GRACE
+    delay = 0.0005  # a child that has just closed its pipe is usually gone within a millisecond
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.05)
 
 
 def _kill(pid: int) -> None:
@@ -297,8 +329,8 @@ def _kill(pid: int) -> None:
 def _discard(job: _Started) -> None:
     os.close(job.fd)
     _kill(job.pid)
-    os.waitpid(job.pid, 0)
-    _forget(job.pid)
+    if _wait(job.pid) is not None:
+        _forget(job.pid)
     job.shared.close()
 
 
