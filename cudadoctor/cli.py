@@ -295,10 +295,12 @@ def main(argv: list[str] | None = None) -> None:
         detail = f"{type(exc).__name__}: {exc}"
         echo("cudadoctor: " + _("internal error: {detail} (run with -v for details)").format(detail=detail), err=True)
         sys.exit(EXIT_INCOMPLETE)
-    _flush()
+    flush_output()
 
 
-def _flush() -> None:
+def flush_output() -> None:
+    """Flush stdout where its errors can still be told: a closed pipe exits quietly, a full disk says so
+    and exits 3."""
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -311,5 +313,5 @@ def _flush() -> None:
 def run_command(fn: Any, *args: Any, **kwargs: Any) -> NoReturn:
     """Run a command body and exit with its code, flushing stdout where errors still can be caught."""
     code = fn(*args, **kwargs)
-    _flush()
+    flush_output()
     sys.exit(code)

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import click
 
 from cudadoctor import __version__
-from cudadoctor.cli import Seconds, _flush, echo, fail, run_command, size_option
+from cudadoctor.cli import Seconds, echo, fail, flush_output, run_command, size_option
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
@@ -101,7 +101,7 @@ def gpus(**o: Any) -> None:
     if o["watch"] is not None:
         run_command(run_gpus, **o)
     code = run_gpus(**o)
-    _flush()  # a full disk or a closed pipe is reported here, as for every command
+    flush_output()  # a full disk or a closed pipe is reported here, as for every command
     _exit_now(code)
 
 
