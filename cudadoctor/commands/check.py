@@ -169,13 +169,15 @@ def _target_python(python: str | None, timeout: float | None) -> str:
 def _collect_with_progress(
     chosen: list[probes.Probe], python: str, timeout: float | None, size: int | None, registry: Any
 ) -> Any:
-    """Measurements take seconds: show what runs on a terminal (stderr), never in pipes."""
-    names = [p.name for p in chosen if p.where == probes.MEASURE]
+    """The --full checks take seconds (a compile on the CPU, ~10): show what runs on a terminal (stderr),
+    never in pipes."""
+    names = [p.name for p in chosen if not p.default]
     if not names or not sys.stderr.isatty():
         return collect(chosen, python, timeout, size, registry)
     from rich.console import Console
 
-    with Console(stderr=True).status(i18n._("Measuring {names} (torch child process)…").format(names=", ".join(names))):
+    line = i18n._("Checking {names} in a torch child process…").format(names=", ".join(names))
+    with Console(stderr=True).status(line):
         return collect(chosen, python, timeout, size, registry)
 
 
