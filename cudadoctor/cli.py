@@ -33,9 +33,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class Seconds(click.FloatRange):
-    """A time bound in seconds: finite ("nan" and "inf" would remove the bound), at least `min`."""
+    """A time bound in seconds: finite ("nan" and "inf" would remove the bound), at least `min` and at most
+    a million (a deadline further off overflows the platform's time_t in waits)."""
 
     name = "seconds"
+    MOST = 1e6
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         import math
@@ -43,6 +45,8 @@ class Seconds(click.FloatRange):
         result = super().convert(value, param, ctx)
         if not math.isfinite(result):
             self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        if result > self.MOST:
+            self.fail(f"{value!r} is more than {self.MOST:g} seconds", param, ctx)
         return result
 
 

@@ -304,6 +304,37 @@ def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, words):
     assert r.returncode == 2 and words in r.stderr and str(cfg) in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_config_that_is_not_a_regular_file_is_refused_at_once(tmp_path):
+    """--config /dev/zero grew to 24 GB; a FIFO hung. The nearest cudadoctor.toml that is not a file is
+    passed over with a warning, not read."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        r = doctor("check", "--skip", "torch", "--config", path, timeout=20)
+        assert r.returncode == 2 and "not a regular file" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "cudadoctor.toml").symlink_to("/dev/zero")
+    r = doctor("check", "--only", "system", cwd=tmp_path, timeout=20)
+    assert r.returncode == 0 and "ignoring" in r.stderr and "not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_bandwidth_gate_of_nan_or_inf_is_refused(tmp_path, value):
+    """nan compares false with every rate: the gate would never fail."""
+    r = CliRunner().invoke(cli, ["check", "--skip", "torch", "--min-h2d-gbps", value])
+    assert r.exit_code == 2 and "not a positive number of GB/s" in r.output
+    cfg = tmp_path / "cudadoctor.toml"
+    cfg.write_text(f"min-h2d-gbps = {value}\n")
+    r = doctor("check", "--skip", "torch", "--config", str(cfg))
+    assert r.returncode == 2 and "min-h2d-gbps" in r.stderr and str(cfg) in r.stderr
+
+
+@pytest.mark.parametrize("args", [["check", "--timeout", "1e10"], ["gpus", "--watch", "1e10"]])
+def test_a_time_bound_beyond_the_platform_is_a_usage_error(args):
+    """A deadline 1e10 s away overflowed time_t: an internal error, exit 3."""
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2 and "more than 1e+06 seconds" in r.output
+
+
 def test_an_unrelated_broken_pyproject_is_a_warning(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project\nname = broken")
     r = doctor("check", "--skip", "torch", cwd=tmp_path)

@@ -49,7 +49,8 @@ def _positive_int(value: Any) -> int:
 
 
 def _gbps(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    # nan would compare false with every rate: a gate that never fails
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
         raise ValueError(f"{value!r} is not a positive number of GB/s")
     return float(value)
 
@@ -101,17 +102,23 @@ KEYS = {
 }
 
 
+CONFIG_LIMIT = 1 << 20  # bytes: a config file is a few lines
+
+
 def _load_toml(path: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
+    from cudadoctor.backends.files import InputError, read_text
+
+    try:  # a regular file of bounded size: a FIFO or /dev/zero must not hang the doctor or fill its memory
+        text = read_text(path, CONFIG_LIMIT, "config file")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
@@ -134,6 +141,8 @@ def find_config(start: str | None = None, warn: Any = None) -> tuple[str, dict[s
         own = os.path.join(here, "cudadoctor.toml")
         if os.path.isfile(own):
             return own, _load_toml(own)
+        if os.path.lexists(own) and warn is not None:  # a FIFO, a device, a dangling link: not read
+            warn(f"ignoring {own}: not a regular file")
         pyproject = os.path.join(here, "pyproject.toml")
         if os.path.isfile(pyproject):
             try:
