@@ -482,6 +482,30 @@ def test_an_nvml_child_stuck_in_the_driver_does_not_hang_gpus(fake_libs, tmp_pat
     assert "nvmlShutdown" in r.stderr and "could not be stopped (stuck in the driver)" in r.stderr
 
 
+def test_a_gpu_name_that_is_not_utf8_keeps_the_table(fake_libs, tmp_path):
+    """The binding decodes names strictly: one GPU's odd bytes threw away every GPU, blaming nvmlShutdown."""
+    machine = tmp_path / "machine.txt"
+    machine.write_bytes(
+        b"driver 580.95.05\ncuda 13000\n"
+        b'device name="NVIDIA \xff\xfe X" cc=9.0 total=85899345920 used=1073741824 uuid=GPU-1\n'
+        b'device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85899345920 used=1073741824 uuid=GPU-2\n'
+    )
+    env = {**os.environ, **fake_machine_env(machine, list(fake_libs)), "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "cudadoctor", "gpus", "--json"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    names = [g["name"] for g in json.loads(r.stdout)["gpus"]]
+    assert names == ["NVIDIA \ufffd\ufffd X", "NVIDIA H100 80GB HBM3"]
+
+
+def test_a_count_query_nvml_does_not_support_is_named(run_cli):
+    """NOT_SUPPORTED is the normal answer of optional queries, not of the GPU count."""
+    r = run_cli("gpus", machine=H100_HEALTHY + "count_error 3\n")
+    assert r.code == 3 and "nvmlDeviceGetCount: NOT_SUPPORTED" in r.stderr
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY + "count_error 3\n")
+    assert any("nvmlDeviceGetCount (NOT_SUPPORTED)" in f["title"] for f in r.json["findings"])
+    assert r.json["status"] != "healthy"
+
+
 def test_nvml_crash_and_hang_and_a_failing_count(run_cli):
     crash = H100_HEALTHY + "crash_in nvmlDeviceGetUUID\n"
     r = run_cli("gpus", machine=crash)

@@ -93,6 +93,10 @@ def library_version_from_path(path: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+# system queries whose NOT_SUPPORTED is a failure, not a feature this driver lacks
+_MUST_ANSWER = frozenset({"nvmlDeviceGetCount"})
+
+
 class _Session:
     """One guarded NVML call helper for the lifetime of an init/shutdown pair."""
 
@@ -120,11 +124,13 @@ class _Session:
             self.trace(fn_name)
         try:
             return fn(*args)
+        except UnicodeDecodeError as exc:  # the binding decodes strictly; a name the driver filled with
+            return exc.object.decode(errors="replace")  # other bytes is still that GPU's name
         except self.nv.NVMLError as exc:
             name = self.names.get(exc.value, f"CODE_{exc.value}")
             if name == "FUNCTION_NOT_FOUND":
                 self._missing(fn_name)
-            elif device is None and name != "NOT_SUPPORTED":
+            elif device is None and (name != "NOT_SUPPORTED" or fn_name in _MUST_ANSWER):
                 self.facts.query_errors[fn_name] = name
             elif name in ("GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND") and device is not None:
                 raise _DeviceGone(name) from None
