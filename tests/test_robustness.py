@@ -563,6 +563,49 @@ def test_a_replay_is_visibly_a_replay(tmp_path):
     assert r.stdout.splitlines()[1].startswith("Replay of")
 
 
+HOSTILE = ["line1\nFAKE ROW 0 H100", "\x1b]0;title\x07", "\u202eevil"]  # a fake row, the terminal's title, RLO
+
+
+def test_a_hostile_command_line_cannot_drive_the_terminal(run_cli):
+    """A GPU process's arguments are anyone's: shown as escapes, never as a new row or a terminal control."""
+    sleeper = subprocess.Popen([PY, "-c", "import time; time.sleep(60)", *HOSTILE])
+    try:
+        time.sleep(0.3)  # its /proc/PID/cmdline is the new program's
+        machine = H100_HEALTHY + f"process gpu=0 pid={sleeper.pid} mem=1048576\n"
+        for args in (["gpus", "--wide"], ["gpus"]):
+            r = run_cli(*args, machine=machine)
+            assert r.code == 0, r.stderr
+            assert "\x1b" not in r.stdout and "\u202e" not in r.stdout and "\x07" not in r.stdout
+            assert not any(ln.startswith("FAKE ROW") for ln in r.stdout.splitlines())
+        wide = run_cli("gpus", "--wide", machine=machine).stdout
+        assert "line1\\nFAKE ROW 0 H100" in wide and "\\x1b]0;title\\x07" in wide and "\\u202eevil" in wide
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_replayed_report_cannot_drive_the_terminal_or_fake_a_line(tmp_path):
+    saved = tmp_path / "r.json"
+    doctor("check", "--skip", "torch", "--output", str(saved))
+    data = json.loads(saved.read_text())
+    data["facts"]["system"]["os_release"] = "\x1b]0;PWNED\x07\x1b[2J\nFAKE: HEALTHY"
+    data["facts"]["system"]["hostname"] = "gpu-node-0123.cluster.internal.example.com"
+    saved.write_text(json.dumps(data))
+    r = doctor("check", "--from", str(saved))
+    assert "\x1b" not in r.stdout and not any(ln.startswith("FAKE") for ln in r.stdout.splitlines())
+    assert "\\x1b]0;PWNED" in r.stdout
+    header = r.stdout.split("Replay of")[0].splitlines()
+    assert len(header) == 2 and max(len(ln) for ln in header) <= 80  # the long host name wraps
+
+
+def test_a_long_cuda_visible_devices_is_cut_in_the_gpus_header(run_cli):
+    env = {"CUDA_VISIBLE_DEVICES": ",".join(["GPU-11111111-2222-3333-4444-555555555555"] * 3)}
+    r = run_cli("gpus", machine=H100_HEALTHY, env=env)
+    assert max(len(ln) for ln in r.stdout.splitlines()) <= 80 and "…" in r.stdout.splitlines()[0]
+    wide = run_cli("gpus", "--wide", machine=H100_HEALTHY, env=env)
+    assert env["CUDA_VISIBLE_DEVICES"] in wide.stdout.splitlines()[0]
+
+
 def test_a_signal_kills_the_forked_nvml_child_too(fake_libs, tmp_path):
     machine = tmp_path / "m.txt"
     machine.write_text(H100_HEALTHY + "hang_in nvmlDeviceGetName\n")

@@ -15,6 +15,7 @@ from cudadoctor.knowledge.secrets import mask_secrets
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.knowledge.visibility import Visibility
 from cudadoctor.locale import N_, _
+from cudadoctor.render.printable import printable
 
 GiB = 1 << 30
 
@@ -135,7 +136,7 @@ def render(
                     "HEALTH": (flags(d) if flags else "") or _("ok"),
                 }
             )
-        rows.append(row)
+        rows.append({k: printable(v) for k, v in row.items()})  # what the driver said, never an escape
     columns = list(COLUMNS)
 
     # each column's natural width, measured once (the fitting loop below asks many times)
@@ -158,7 +159,11 @@ def render(
     ws = widths(columns, name_cap)
     shown = _("unset") if vis.raw is None else repr(vis.raw)
     head = _("Driver {driver}  CUDA {cuda}  CUDA_VISIBLE_DEVICES={shown}  order {order}")
-    lines = [head.format(driver=driver or "N/A", cuda=cuda or "N/A", shown=shown, order=vis.order)]
+    first = head.format(driver=driver or "N/A", cuda=cuda or "N/A", shown=shown, order=vis.order)
+    if not wide and _width(first) > width:  # a long CUDA_VISIBLE_DEVICES is cut; --wide and --json keep it
+        room = max(8, _width(shown) - (_width(first) - width))
+        first = head.format(driver=driver or "N/A", cuda=cuda or "N/A", shown=_cut(shown, room), order=vis.order)
+    lines = [first]
     lines.append("  ".join(_pad(_(h), w, right) for (h, _prio, right), w in zip(columns, ws, strict=True)).rstrip())
     indent = "    "
     # one process usually holds memory on many GPUs: mask and scrub its command line once
@@ -174,19 +179,20 @@ def render(
             used = _("{used} used of {total}").format(
                 used=format_size(inst.memory_used), total=format_size(inst.memory_total)
             )
-            text = f"{indent}MIG {inst.index}: {scrub(inst.uuid or 'N/A')}  {used}"
+            text = f"{indent}MIG {inst.index}: {printable(scrub(inst.uuid or 'N/A'))}  {used}"
             lines.append(text if wide else _cut(text, width))
         for p in sorted(d.processes, key=lambda p: -(p.used_memory or 0)):
             who = users.get(p.user)
             if who is None:
-                who = users[p.user] = scrub(p.user or "N/A")
+                who = users[p.user] = printable(scrub(p.user or "N/A"))
             mem = sizes.get(p.used_memory)
             if mem is None:
                 mem = sizes[p.used_memory] = format_size(p.used_memory)
             key = p.command or p.name
             cmd = commands.get(key)
             if cmd is None:
-                cmd = commands[key] = scrub(mask_secrets(key or "N/A"))
+                # a command line may hold anything: a newline that fakes a row, a terminal escape
+                cmd = commands[key] = printable(scrub(mask_secrets(key or "N/A")))
             text = f"{indent}pid {p.pid:<7} {who:<10} {mem:>10}  {cmd}"
             lines.append(text if wide else _cut(text, width))
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from cudadoctor.locale import _
 from cudadoctor.render.layout import display_width, table_lines, wrap
+from cudadoctor.render.printable import printable
 from cudadoctor.report import Finding, Report, Severity, Status
 
 MARKS = {
@@ -68,13 +69,13 @@ class _Writer:
         self.console, self.width, self.ascii_only, self.scrub = console, width, ascii_only, scrub
 
     def line(self, text: str, style: str | None = None, command: bool = False) -> None:
-        text = self.scrub(text, command)
+        text = printable(self.scrub(text, command))  # facts may come from a replayed report or the environment
         if self.ascii_only and not can_encode(text, self.console.file):
             text = fit(text, self.console.file)
         self.console.print(Text(text, style=style or ""))
 
     def para(self, text: str, indent: int, style: str | None = None, hang: int = 0) -> None:
-        for ln in wrap(self.scrub(text, False), self.width - indent, hang):
+        for ln in wrap(printable(self.scrub(text, False), newlines=True), self.width - indent, hang):
             self.line(" " * indent + ln, style)
 
 
@@ -82,7 +83,7 @@ def _finding(w: _Writer, f: Finding) -> None:
     glyph, ascii_glyph, style = MARKS[f.severity]
     mark = ascii_glyph if w.ascii_only else glyph
     head = f"{mark} {f.code} "
-    lines = wrap(w.scrub(f.title, False), w.width - 2 - display_width(head), hang=0)
+    lines = wrap(printable(w.scrub(f.title, False)), w.width - 2 - display_width(head), hang=0)
     title = lines[0] if lines else ""
     if w.ascii_only and not can_encode(title, w.console.file):
         title = fit(title, w.console.file)
@@ -113,20 +114,20 @@ def render(report: Report, console: Console, verbose: bool = False, redact: bool
 
     ascii_only = not can_encode("✓✗—…", console.file)
     w = _Writer(console, _width(console), ascii_only, scrubber(report, redact))
-    w.line(_header(report, redact), "bold")
+    w.para(printable(_header(report, redact)), 0, "bold", hang=2)  # one line of facts; a long host name wraps
     if report.source is not None:
         src = report.source
-        host = _("host {host}").format(host=src.host) if src.host else ""
-        made = ", ".join(x for x in (host, src.created or "") if x)
+        host = _("host {host}").format(host=printable(src.host)) if src.host else ""
+        made = ", ".join(x for x in (host, printable(src.created or "")) if x)
         w.para(
-            _("Replay of {path}").format(path=src.path)
+            _("Replay of {path}").format(path=printable(src.path))
             + (_(" ({details})").format(details=made) if made else "")
             + _(": the rules of this cudadoctor on facts saved then, not this machine now"),
             0,
             "bold",
         )
     w.line("")
-    w.para(report.verdict, 0, MARKS[report.status.severity][2], hang=2)
+    w.para(printable(report.verdict), 0, MARKS[report.status.severity][2], hang=2)
     for section in SECTIONS:
         found = [f for f in report.findings if f.section == section]
         if not found:
