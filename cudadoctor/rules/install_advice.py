@@ -10,6 +10,7 @@ from cudadoctor.knowledge import companions, driver_install, wheels
 from cudadoctor.knowledge.architectures import arch_name, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
+from cudadoctor.rules import shell
 
 
 @dataclass
@@ -99,7 +100,7 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         pkgs.append(f"torchaudio=={ta}")
     kind = installer(f)
     m = manager(f)
-    py = _py(f)
+    py, py_arg = _py(f), _py(f, lead=False)
     names = ["torch"] + [p for p in ("torchvision", "torchaudio") if t is not None and getattr(t, p)]
     installed = t is not None and bool(t.installed)
     if kind == "conda":
@@ -126,8 +127,8 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
     if kind in ("uv", "uv-project"):
         # --torch-backend is explicit: `auto` looks at the driver only, never at the GPU's architecture
         if installed:
-            cmds.append(f"uv pip uninstall --python {py} {' '.join(names)}")
-        cmds.append(f"uv pip install --python {py} {' '.join(pkgs)} --torch-backend={variant.name}")
+            cmds.append(f"uv pip uninstall --python {py_arg} {' '.join(names)}")
+        cmds.append(f"uv pip install --python {py_arg} {' '.join(pkgs)} --torch-backend={variant.name}")
         return cmds
     pip = f"{py} -m pip"
     if installed:
@@ -162,15 +163,17 @@ def installer(f: Facts) -> str:
     return "pip"
 
 
-def _py(f: Facts) -> str:
-    return f.torch.python_executable if f.torch is not None else "python"
+def _py(f: Facts, lead: bool = True) -> str:
+    """The target interpreter as a command's program (`lead`) or as an option's value (uv's --python)."""
+    return shell.word(f.torch.python_executable, lead) if f.torch is not None else "python"
 
 
 def package_install(f: Facts, packages: list[str], python: str | None = None) -> str:
     """One `pip install` of some packages in this environment's installer (uv pip for uv envs)."""
-    py = python or _py(f)
     if installer(f) in ("uv", "uv-project"):
+        py = shell.word(python) if python else _py(f, lead=False)
         return f"uv pip install --python {py} {' '.join(packages)}"
+    py = shell.word(python, lead=True) if python else _py(f)
     return f"{py} -m pip install {' '.join(packages)}"
 
 
@@ -194,10 +197,11 @@ def reinstall_clean(f: Facts) -> list[str]:
     variant = _torch_variant(f)
     if installer(f) in ("uv", "uv-project"):
         backend = f" --torch-backend={variant}" if variant else ""
-        listing = f"uv pip list --python {py} --format=freeze | grep -oE {_NVIDIA_LIBS}"
+        arg = _py(f, lead=False)
+        listing = f"uv pip list --python {arg} --format=freeze | grep -oE {_NVIDIA_LIBS}"
         return [
-            f"uv pip uninstall --python {py} $({listing})",
-            f"uv pip install --python {py} --reinstall torch=={base}{backend}",
+            f"uv pip uninstall --python {arg} $({listing})",
+            f"uv pip install --python {arg} --reinstall torch=={base}{backend}",
         ]
     index = f" --index-url {wheels.INDEX_URL.format(variant=variant)}" if variant else ""
     return [
@@ -220,7 +224,7 @@ def companion_commands(f: Facts, bad: list[CompanionCheck]) -> list[str]:
         return [f"{tool} install{where} -c conda-forge {' '.join(c.package for c in bad)}"]
     if kind in ("uv", "uv-project"):
         backend = f" --torch-backend={variant}" if variant else ""
-        return [f"uv pip install --python {_py(f)} --reinstall --no-deps {' '.join(pkgs)}{backend}"]
+        return [f"uv pip install --python {_py(f, lead=False)} --reinstall --no-deps {' '.join(pkgs)}{backend}"]
     index = f" --index-url {wheels.INDEX_URL.format(variant=variant)}" if variant else ""
     return [f"{_py(f)} -m pip install --force-reinstall --no-deps {' '.join(pkgs)}{index}"]
 

@@ -14,7 +14,7 @@ from cudadoctor.facts.libraries import OWN_ORIGINS, CompileFacts, LibraryFacts, 
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.versions import parse_version
 from cudadoctor.report import Finding, Fix, Severity, Table
-from cudadoctor.rules import install_advice
+from cudadoctor.rules import install_advice, shell
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.torch_build import CUDNN_SHADOWED
 
@@ -298,7 +298,7 @@ def _table(libs: list[LoadedLibrary]) -> Table:
 
 
 def _shadow_fixes(f: Facts, origin: str, where: str, path: str) -> list[Fix]:
-    py = f.torch.python_executable if f.torch else "python"
+    py = shell.word(f.torch.python_executable, lead=True) if f.torch else "python"
     check = f'{py} -c "import torch, torch.cuda; print(torch.cuda.is_available())"'
     if f.system is not None and f.system.os == "Windows":
         name = path.replace("\\", "/").rsplit("/", 1)[-1]
@@ -443,7 +443,7 @@ def _two_torches(f: Facts, lf: LibraryFacts) -> list[Finding]:
     if len(installs) < 2:
         return []
     t = f.torch
-    py = t.python_executable if t else "python"
+    py = shell.word(t.python_executable, lead=True) if t else "python"
     imported = installs[0]
     rows = [[p, "imported" if i == 0 else "hidden"] for i, p in enumerate(installs)]
     fixes = []
@@ -528,7 +528,7 @@ def _jetson(f: Facts, lf: LibraryFacts) -> list[Finding]:
             fix=[
                 fix(
                     "Install the torch wheel NVIDIA built for this JetPack release (see the page for the URL)",
-                    f"{t.python_executable} -m pip uninstall -y torch",
+                    f"{shell.word(t.python_executable, lead=True)} -m pip uninstall -y torch",
                     f"xdg-open {wheels.JETSON_WHEELS}",
                 )
             ],
@@ -552,7 +552,7 @@ def _compile(f: Facts, c: CompileFacts) -> list[Finding]:
                 fix=[
                     fix(
                         "Run it by hand and watch where it stops",
-                        f"{c.python_executable} -c "
+                        f"{shell.word(c.python_executable, lead=True)} -c "
                         '"import torch; print(torch.compile(lambda x: x.sin() * 2)(torch.ones(4)))"',
                     )
                 ],
@@ -631,7 +631,8 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
         fixes.append(
             fix(
                 "See the full error",
-                f'TORCHDYNAMO_VERBOSE=1 {py} -c "import torch; torch.compile(lambda x: x.sin())(torch.ones(4))"',
+                f"TORCHDYNAMO_VERBOSE=1 {shell.word(py)} -c "
+                '"import torch; torch.compile(lambda x: x.sin())(torch.ones(4))"',
             )
         )
     return missing, fixes

@@ -8,6 +8,7 @@ from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.report import Finding, Fix, Severity, plural
+from cudadoctor.rules import shell
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.driver import GPU_LOST, gpu_presence
 from cudadoctor.rules.install_advice import (
@@ -231,7 +232,8 @@ def evaluate(f: Facts) -> list[Finding]:
                 fix=[
                     fix(
                         "Try it by hand and see where it stops",
-                        f'{t.python_executable} -c "import torch; print(torch.cuda.is_available())"',
+                        shell.word(t.python_executable, lead=True)
+                        + ' -c "import torch; print(torch.cuda.is_available())"',
                     ),
                     fix("Look for driver errors", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"),
                 ],
@@ -249,7 +251,7 @@ def evaluate(f: Facts) -> list[Finding]:
                     *(detail[2] if detail else []),
                     fix(
                         "Reinstall torch cleanly in this environment",
-                        f"{t.python_executable} -m pip uninstall -y torch",
+                        f"{shell.word(t.python_executable, lead=True)} -m pip uninstall -y torch",
                         *advise(f).commands[-1:],
                     ),
                 ],
@@ -266,7 +268,10 @@ def evaluate(f: Facts) -> list[Finding]:
         cmds = (
             advice.commands
             if advice and advice.commands
-            else [f"{t.python_executable} -m pip install torch --index-url {wheels.INDEX_URL.format(variant='cpu')}"]
+            else [
+                shell.word(t.python_executable, lead=True)
+                + f" -m pip install torch --index-url {wheels.INDEX_URL.format(variant='cpu')}"
+            ]
         )
         return [
             NOT_INSTALLED.finding(
@@ -291,7 +296,8 @@ def evaluate(f: Facts) -> list[Finding]:
                 fix=[
                     fix(
                         "Run the same steps by hand and see where it stops",
-                        f'{t.python_executable} -c "import torch; print(torch.cuda.is_available())"',
+                        shell.word(t.python_executable, lead=True)
+                        + ' -c "import torch; print(torch.cuda.is_available())"',
                     )
                 ],
             )
@@ -508,7 +514,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
                 fix=[
                     fix(
                         "Install the wheel's cuDNN again",
-                        f"{t.python_executable} -m pip install --force-reinstall "
+                        f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
                         f"--no-deps torch=={(t.version or '').split('+')[0]} --index-url "
                         f"{wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda or '0.0'))}",
                     )
@@ -527,7 +533,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
                     ),
                     fix(
                         "Reinstall the wheel's cuDNN",
-                        f"{t.python_executable} -m pip install --force-reinstall "
+                        f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
                         "--no-deps $(pip list 2>/dev/null | grep -o '^nvidia-cudnn-cu[0-9]*')",
                     ),
                 ],
@@ -596,6 +602,11 @@ def summarize(f: Facts, findings: list[Finding]) -> list[Finding]:
             why=why,
             fix=[fix("Start with the first cause above", *(f"cudadoctor explain {c.code}" for c in causes[:1]))]
             if causes
-            else [fix("See what CUDA itself says", f'{t.python_executable} -c "import torch; torch.cuda.init()"')],
+            else [
+                fix(
+                    "See what CUDA itself says",
+                    f'{shell.word(t.python_executable, lead=True)} -c "import torch; torch.cuda.init()"',
+                )
+            ],
         )
     ]
