@@ -646,3 +646,93 @@ def test_the_odd_node_gets_the_others_versions():
     ]
     assert ["python -m pip install 'nvidia-nccl-cu12==2.21.5'"] in cmds.values()
     assert ["unset NCCL_IB_DISABLE"] in cmds.values() and ["sudo nvidia-smi -pm 1"] in cmds.values()
+
+
+# -- the launcher's environment: a rank that cannot join, variables that cannot be right -------------------
+
+LAUNCH_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+
+
+def _fleet_alone(env: dict[str, str], *args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m cudadoctor fleet ARGS` as one worker started by hand, with only `env` as its launch variables."""
+    e = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and not k.startswith(("TORCHELASTIC", "CUDA_VIS"))}
+    e.update(PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="", **env)
+    start = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "fleet", *args], capture_output=True, text=True, env=e, timeout=timeout
+    )
+    return p, time.monotonic() - start
+
+
+NO_PROBES = "torch,system,pci,driver,cuda_driver,toolkit,platform,bandwidth,smoke,compile"
+
+
+def test_a_rank_that_cannot_reach_rank_0_says_so_within_join_timeout(tmp_path):
+    pytest.importorskip("torch.distributed")
+    port = free_port()  # nothing listens there: no rank 0 anywhere
+    error_file = tmp_path / "error.json"
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    env["TORCHELASTIC_ERROR_FILE"] = str(error_file)
+    p, took = _fleet_alone(env, "--join-timeout", "1", "--timeout", "1", "--skip", NO_PROBES)
+    assert p.returncode == 3, p.stderr  # the node's check is incomplete: it never joined
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and p.stdout == "", p.stderr
+    assert f"rank 1: could not reach rank 0 at 127.0.0.1:{port}" in lines[0] and "within 1 s" in lines[0]
+    assert took < 20  # torch's import and 1 s, not torch's own client retrying for twice its timeout
+    assert json.loads(error_file.read_text())["message"] == lines[0]  # torchrun's failure summary quotes it
+
+
+def test_a_rank_waits_for_a_store_that_opens_late_and_no_longer():
+    import threading
+
+    from cudadoctor.backends.fleet_child import reachable
+
+    port = free_port()
+    start = time.monotonic()
+    assert not reachable("127.0.0.1", port, time.monotonic() + 0.5)
+    assert 0.3 < time.monotonic() - start < 3
+    server = socket.socket()
+    try:
+        server.bind(("127.0.0.1", port))
+        threading.Timer(0.5, server.listen).start()  # rank 0 opens its store after its node check
+        assert reachable("127.0.0.1", port, time.monotonic() + 5)
+    finally:
+        server.close()
+
+
+def test_the_join_bound_covers_rank_0s_node_check_only_where_rank_0_opens_the_store():
+    from cudadoctor.backends.fleet import Launch
+    from cudadoctor.commands.fleet import connect_timeout
+
+    leader, other = Launch(1, 4, 0, 2, 1, None, True), Launch(3, 4, 1, 2, 1, None, True)
+    assert connect_timeout(5.0, 12.0, leader, {}) == 5.0  # it ran the same check as rank 0 did
+    assert connect_timeout(5.0, 12.0, other, {}) == 17.0  # it ran none: rank 0 opens the store after its own
+    assert connect_timeout(5.0, 12.0, other, {"TORCHELASTIC_USE_AGENT_STORE": "True"}) == 5.0  # torchrun's is open
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"RANK": "5", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29535"}, "RANK=5"),
+        ({"WORLD_SIZE": "99999999999999999999", "MASTER_PORT": "99999"}, "WORLD_SIZE=99999999999999999999"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "99999"}, "MASTER_PORT=99999"),
+        ({"RANK": "one", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29535"}, "RANK=one"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, "LOCAL_RANK=-1"),
+        ({"RANK": "1", "WORLD_SIZE": "2"}, "MASTER_ADDR is not set"),
+    ],
+)
+def test_launch_variables_are_checked_before_anything_waits(env, named):
+    p, took = _fleet_alone(env, "--join-timeout", "1", "--skip", NO_PROBES)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudadoctor: ") and named in lines[0], p.stderr
+    assert took < 15  # no node check, no child, no wait

@@ -110,6 +110,17 @@ def run(
     return out
 
 
+def unreachable(run: ChildRun) -> dict[str, Any] | None:
+    """{"endpoint": "HOST:PORT", "seconds": bound, "detail": …} when the child could not reach the
+    rendezvous store (rank 0's, or torchrun's agent) within its bound; None otherwise."""
+    end = run.end
+    result = end.get("result") if end else None
+    info = result.get("unreachable") if isinstance(result, dict) else None
+    if not isinstance(info, dict) or not isinstance(info.get("seconds"), (int, float)):
+        return None
+    return {"endpoint": str(info.get("endpoint")), "seconds": float(info["seconds"]), "detail": info.get("detail")}
+
+
 def _int_keys(d: Any) -> dict[int, Any]:
     out: dict[int, Any] = {}
     if isinstance(d, dict):

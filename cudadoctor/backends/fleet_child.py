@@ -48,6 +48,29 @@ class Hang(Exception):
         self.step, self.seconds = step, seconds
 
 
+class Unreachable(Exception):
+    """The rendezvous store (rank 0, or torchrun's agent) did not answer within the bound."""
+
+    def __init__(self, addr, port, seconds, detail=None):
+        super().__init__(f"could not reach the rendezvous store at {addr}:{port} within {seconds:g} s")
+        self.info = {"endpoint": f"{addr}:{port}", "seconds": seconds, "detail": detail}
+
+
+def reachable(addr, port, deadline):
+    """Whether something accepts connections at addr:port before the deadline (tried every 0.2 s: rank 0
+    may open its store later than this rank starts)."""
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            socket.create_connection((addr, port), timeout=max(0.1, min(2.0, left))).close()
+            return True
+        except (OSError, ValueError, OverflowError):
+            pass
+        if time.monotonic() + 0.2 >= deadline:
+            return False
+        time.sleep(0.2)
+
+
 class Watchdog:
     """Bounds each step from a second thread: a collective that blocks inside C++ (NCCL communicator
     set-up, a group creation) never returns to the polling wait, so this thread reports the step as hung,
@@ -112,16 +135,34 @@ class Fleet:
     # -- the store: arrivals, progress, results -------------------------------------------------
 
     def connect(self):
+        """The rendezvous store: rank 0's own (it opens it), or torchrun's agent store. A rank that cannot
+        reach it within `connect_timeout` (--join-timeout) raises Unreachable: torch's own client would
+        retry for about twice its timeout and then say nothing the parent can tell from a crash."""
         import torch.distributed as dist
 
         bound = datetime.timedelta(seconds=float(self.cfg.get("wait_rank0", 120)))
         addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
         if not addr or not port or (self.world == 1 and "RANK" not in os.environ):
             self.store = dist.HashStore()
-        elif os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-            self.store = dist.TCPStore(addr, int(port), None, False, bound)
-        else:
-            self.store = dist.TCPStore(addr, int(port), None, self.rank == 0, bound, multi_tenant=True)
+            return
+        if self.rank == 0 and not agent:
+            self.store = dist.TCPStore(addr, int(port), None, True, bound, multi_tenant=True)
+            return
+        seconds = float(self.cfg.get("connect_timeout", self.cfg.get("join_timeout", 60)))
+        deadline = time.monotonic() + seconds
+        if not reachable(addr, int(port), deadline):
+            raise Unreachable(addr, port, seconds)
+        left = datetime.timedelta(seconds=max(1.0, deadline - time.monotonic()))
+        try:
+            if agent:
+                store = dist.TCPStore(addr, int(port), None, False, left)
+            else:
+                store = dist.TCPStore(addr, int(port), None, False, left, multi_tenant=True)
+        except Exception as exc:  # something listens there, but not the store
+            raise Unreachable(addr, port, seconds, one_line(exc)) from None
+        store.set_timeout(bound)
+        self.store = store
 
     def client(self):
         """A second connection to the same store."""
@@ -547,7 +588,7 @@ def measure_gpu(index, cfg, turn=None):
 def verdict(code):
     """Rank 0's exit code, for the other ranks to exit with: a node whose workers all exit 0 waits in
     torchrun's exit barrier for rank 0's node, which never comes when rank 0 failed."""
-    fleet = Fleet({"wait_rank0": 20})
+    fleet = Fleet({"wait_rank0": 20, "connect_timeout": 20})
     fleet.connect()
     fleet.put("verdict", value=int(code))
     emit("verdict", code=int(code))
@@ -565,6 +606,9 @@ def main():
     fleet = Fleet(cfg)
     try:
         fleet.run(payload)
+    except Unreachable as exc:
+        fleet.result["error"] = str(exc)
+        fleet.result["unreachable"] = exc.info
     except Hang as exc:
         fleet.result["error"] = str(exc)
         fleet.result["hang"] = exc.step

@@ -6,8 +6,9 @@
 This process stays torch-free: each node's local rank 0 runs the same probes as `check` (the torch probe
 in its own child), then every worker starts backends/fleet_child.py, which does the rendezvous, the
 gloo group, the measurements and the collectives under time bounds. Rank 0 renders the one report;
-the other ranks print nothing on stdout and exit 0 (a non-zero exit would make torchrun tear down the
-node's other workers, rank 0 among them, before it has reported).
+the other ranks print nothing on stdout and exit with rank 0's code (with several nodes) or 0: a non-zero
+exit of their own would make torchrun tear down the node's other workers, rank 0 among them, before it
+has reported. The exception is a rank that cannot reach rank 0 at all: one line on stderr, exit 3.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,9 +25,10 @@ import click
 from cudadoctor import probes
 from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
 from cudadoctor.locale import _
-from cudadoctor.report import EXIT_OK, ProbeOutcome, Severity
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, ProbeOutcome, Severity
 
 if TYPE_CHECKING:
+    from cudadoctor.backends.fleet import Launch
     from cudadoctor.facts.fleet import FleetFacts
     from cudadoctor.report import Finding, Report
 
@@ -78,13 +81,21 @@ def child_config(opts: dict[str, Any], nodes: int, check_bound: float) -> tuple[
     return cfg, bound
 
 
+def _check_bound(skip: set[str], timeout: float | None) -> float:
+    """How long a node's check may take: --check-timeout, or the longest bound of the probes it runs."""
+    chosen = probes.select(set(), skip, False)
+    if not chosen:
+        return 0.0
+    return timeout if timeout is not None else max(p.timeout for p in chosen)
+
+
 def _node_check(skip: set[str], timeout: float | None) -> tuple[str | None, float]:
     """This node's check report as JSON text, as `check` would save it, and the probes' longest bound."""
     from cudadoctor.commands.check import collect, diagnose
     from cudadoctor.render.redact import report_data
 
     chosen = probes.select(set(), skip, False)
-    bound = timeout if timeout is not None else max((p.timeout for p in chosen), default=10.0)
+    bound = _check_bound(skip, timeout)
     if not chosen:
         return None, 0.0
     facts, outcomes = collect(chosen, sys.executable, timeout)
@@ -136,9 +147,56 @@ def outcomes_of(ff: FleetFacts, run_error: str | None, timed_out: bool, full: bo
     return out + node_outcomes(ff)
 
 
+MAX_WORLD = 1 << 20  # ranks: far above the largest jobs, and within the C int torch takes
+
+
+def _shown(value: str) -> str:
+    return value if value and value.isprintable() and len(value) <= 40 else repr(value[:40])
+
+
+def check_environ(environ: Mapping[str, str]) -> None:
+    """The launcher's variables (torchrun's, or set by hand), before anything uses them: a bad one is one
+    line naming it and exit 2, not a wait for a rank that cannot exist or a pybind error as the verdict."""
+
+    def integer(name: str, low: int, high: int, limit: str | None = None) -> int | None:
+        raw = environ.get(name)
+        if raw is None:
+            return None
+        text = raw.strip()
+        if text.isascii() and text.isdigit() and len(text) <= 12 and low <= int(text) <= high:
+            return int(text)
+        args = {"name": name, "value": _shown(raw), "low": low, "high": high, "limit": limit}
+        if limit is None:
+            fail(_("{name}={value} in the environment is not an integer from {low} to {high}").format(**args))
+        fail(_("{name}={value} in the environment is not an integer from {low} to {high} ({limit})").format(**args))
+
+    def size_of(name: str) -> str:
+        return f"{name}={environ[name].strip()}" if name in environ else _("{name} is not set").format(name=name)
+
+    world = integer("WORLD_SIZE", 1, MAX_WORLD) or 1
+    integer("RANK", 0, world - 1, size_of("WORLD_SIZE"))
+    local_world = integer("LOCAL_WORLD_SIZE", 1, world, size_of("WORLD_SIZE"))
+    if local_world is not None:
+        integer("LOCAL_RANK", 0, local_world - 1, size_of("LOCAL_WORLD_SIZE"))
+    else:
+        integer("LOCAL_RANK", 0, world - 1, size_of("WORLD_SIZE"))
+    nodes = integer("GROUP_WORLD_SIZE", 1, world, size_of("WORLD_SIZE"))
+    integer("GROUP_RANK", 0, (nodes or world) - 1, size_of("GROUP_WORLD_SIZE" if nodes else "WORLD_SIZE"))
+    integer("MASTER_PORT", 1, 65535)
+    if world > 1:
+        for name in ("MASTER_ADDR", "MASTER_PORT"):
+            if not environ.get(name, "").strip():
+                fail(
+                    _("WORLD_SIZE={world} but {name} is not set: the ranks meet at MASTER_ADDR:MASTER_PORT").format(
+                        world=world, name=name
+                    )
+                )
+
+
 def run_fleet(**o: Any) -> int:
     from cudadoctor.backends import fleet as backend
 
+    check_environ(os.environ)
     lau = backend.launch(os.environ)
     fmt = "json" if o["as_json"] else o["fmt"]
     if o["full"] and o["quick"]:
@@ -155,15 +213,34 @@ def run_fleet(**o: Any) -> int:
         for option, path in (("--output", o["output"]), ("--junit", o["junit"])):
             if path is not None:
                 _check_writable(path, option)
-    payload, check_bound = None, QUICK["check"] if o["quick"] else 60.0
+    check_timeout = QUICK["check"] if o["quick"] else o["check_timeout"]
+    payload, check_bound = None, _check_bound(skip, check_timeout)
     if lau.local_rank == 0:
         try:
-            payload, check_bound = _node_check(skip, QUICK["check"] if o["quick"] else o["check_timeout"])
+            payload, check_bound = _node_check(skip, check_timeout)
         except Exception as exc:  # the node is still part of the fleet; rank 0 says its check failed
             payload = json.dumps({"node_check_error": f"{type(exc).__name__}: {exc}"})
     _config_limits(o)
     cfg, bound = child_config(o, lau.nodes or 1, check_bound)
+    cfg["connect_timeout"] = connect_timeout(o["join_timeout"], check_bound, lau, os.environ)
     run = backend.run(cfg, payload, bound, os.environ, lau)
+    lost = backend.unreachable(run)
+    if lost is not None:
+        # a rank that cannot join leaves the check of its node undone: not healthy, and not silent
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            line = _(
+                "cudadoctor fleet: rank {rank}: could not reach torchrun's rendezvous store at {endpoint}"
+                " (MASTER_ADDR:MASTER_PORT) within {seconds:g} s (--join-timeout)"
+            )
+        else:
+            line = _(
+                "cudadoctor fleet: rank {rank}: could not reach rank 0 at {endpoint} (MASTER_ADDR:MASTER_PORT)"
+                " within {seconds:g} s (--join-timeout): is rank 0 running, and is that address open from here?"
+            )
+        line = line.format(rank=lau.rank, endpoint=lost["endpoint"], seconds=lost["seconds"])
+        echo(line, err=True)
+        backend.write_error_file(os.environ, line)
+        return EXIT_INCOMPLETE
     if lau.rank != 0:
         if run.error:
             echo(f"cudadoctor fleet: rank {lau.rank}: {run.error}", err=True)
@@ -192,6 +269,14 @@ def run_fleet(**o: Any) -> int:
         sys.stdout.flush()
         backend.publish_verdict(rep.exit_code, os.environ)
     return rep.exit_code
+
+
+def connect_timeout(join: float, check_bound: float, lau: Launch, environ: Mapping[str, str]) -> float:
+    """How long this rank waits to reach the rendezvous store: --join-timeout. Outside torchrun rank 0
+    opens the store itself, after its node check: a rank that ran no check of its own (local rank > 0)
+    also waits for that check."""
+    own_store = environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+    return join + (check_bound if own_store and lau.local_rank != 0 else 0.0)
 
 
 def _config_limits(o: dict[str, Any]) -> None:
