@@ -225,6 +225,9 @@ def test_consoles_without_the_marks_get_ascii(encoding, fake_libs, tmp_path):
     assert r.returncode == 1
     if encoding == "ascii":
         assert "✗" not in r.stdout and "x CD122" in r.stdout  # the fallback mark
+    if encoding != "gbk":  # GBK has the dash; ascii and latin-1 get "-", not "?"
+        assert r.stdout.startswith("cudadoctor ") and " - " in r.stdout.splitlines()[0]
+        assert "Fix - " in r.stdout and "Fix ? " not in r.stdout
 
 
 def test_text_report_fits_80_columns_and_wraps_with_a_hanging_indent():

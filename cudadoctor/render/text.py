@@ -36,10 +36,16 @@ def can_encode(text: str, stream: IO[str] | None = None) -> bool:
     return True
 
 
+# the doctor's own typography, in plain ASCII where the encoding lacks it (else each would be "?")
+_FALLBACK = str.maketrans({"—": "-", "–": "-", "…": "...", "‘": "'", "’": "'", "“": '"', "”": '"', "→": "->"})
+
+
 def fit(text: str, stream: IO[str] | None = None) -> str:
-    """`text` with what the stream's encoding lacks replaced by "?" (a GBK console keeps its Chinese)."""
+    """`text` with what the stream's encoding lacks replaced: dashes and ellipses by ASCII, the rest by "?"
+    (a GBK console keeps its Chinese)."""
     encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
     try:
+        text = "".join(ch if can_encode(ch, stream) else ch.translate(_FALLBACK) for ch in text)
         return text.encode(encoding, errors="replace").decode(encoding)
     except LookupError:
         return text.encode("ascii", errors="replace").decode("ascii")
