@@ -39,7 +39,18 @@ def test_free_memory_and_capability_per_gpu():
     assert codes(found) == ["CD501", "CD502", "CD503"]
     assert found[0].title == "0 of 2 visible GPUs qualify; 2 required"
     assert found[1].title == "GPU 0 (NVIDIA A100-SXM4-80GB) has less than 8GiB free (4.0 GiB)"
-    assert 'eval "$(cudadoctor gpus --pick 2 --min-free 8GiB)"' in found[1].fix[1].commands  # the user's units
+    # one selection meets every requirement: free memory and capability together, in the user's units
+    pick = 'eval "$(cudadoctor gpus --pick 2 --min-free 8GiB --min-cc 8.0)"'
+    assert [f.fix[-1].commands[-1] for f in found] == [pick, pick, pick]
+    assert "unset CUDA_VISIBLE_DEVICES" not in found[0].fix[0].commands  # it is not set: nothing to unset
+
+
+def test_gate_suggestions_keep_decimal_units():
+    """40GB is also 39062500KiB: the suggestion says what the user typed."""
+    found = evaluate(two_gpus(), Requirements(require_gpus=1, min_free_memory=40 * 10**9))
+    cd502 = next(f for f in found if f.code == "CD502")
+    assert "less than 40GB free" in cd502.title
+    assert cd502.fix[-1].commands == ['eval "$(cudadoctor gpus --pick 1 --min-free 40GB)"']
 
 
 def test_identical_gpus_that_fail_alike_are_one_finding():

@@ -46,10 +46,15 @@ def format_size(n: int | None) -> str:
 def exact_size(n: int) -> str:
     """A size as a person would type it back, exactly: 8GiB, 512MiB, 8GB, 1500000B (suggestions keep the
     user's units: --min-free 8GB stays 8GB, not 7629MiB)."""
-    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n and n % size == 0:
-            return f"{n // size}{unit}"
-    for unit, size in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+    # the largest unit that divides it, binary or decimal: 40GB is 39062500KiB too, and a person typed 40GB
+    units = sorted(
+        [
+            *((u, 1024**k) for k, u in enumerate(("KiB", "MiB", "GiB", "TiB"), 1)),
+            *((u, 1000**k) for k, u in enumerate(("KB", "MB", "GB", "TB"), 1)),
+        ],
+        key=lambda us: -us[1],
+    )
+    for unit, size in units:
         if n and n % size == 0:
             return f"{n // size}{unit}"
     return f"{n}B"

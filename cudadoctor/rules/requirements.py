@@ -132,7 +132,9 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
     ]
     qualified = [d for d in visible if d not in low_memory and d not in low_cc]
     size = exact_size(req.min_free_memory) if req.min_free_memory is not None else ""
-    pick = f"cudadoctor gpus --pick {need}"
+    # one selection that meets every requirement: GPUs picked for free memory must have the capability too
+    pick = f"cudadoctor gpus --pick {need}" + (f" --min-free {size}" if size else "")
+    pick += f" --min-cc {req.min_compute_capability}" if min_cc is not None else ""
     out: list[Finding] = []
     if low_memory:
         out.append(
@@ -143,7 +145,7 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
                     fix("See which processes hold it", "cudadoctor gpus --sort-by free"),
                     fix(
                         "Or select GPUs that have it (eval sets the variable in this shell)",
-                        f'eval "$({pick} --min-free {size})"',
+                        f'eval "$({pick})"',
                     ),
                 ],
             )
@@ -157,7 +159,7 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
                 fix=[
                     fix(
                         "Select GPUs that have it (eval sets the variable in this shell)",
-                        f'eval "$({pick} --min-cc {req.min_compute_capability})"',
+                        f'eval "$({pick})"',
                     )
                 ],
             )
@@ -173,10 +175,12 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
                 title=f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify; {need} required",
                 fix=[
                     fix(
-                        "Show every GPU to CUDA, or select ones that qualify (eval sets the variable in this shell)",
+                        "Show every GPU to CUDA, then select ones that qualify (eval sets the variable in this shell)",
                         "unset CUDA_VISIBLE_DEVICES",
                         f'eval "$({pick})"',
                     )
+                    if vis is not None and vis.raw is not None  # --pick chooses among the GPUs shown
+                    else fix("Select GPUs that qualify (eval sets the variable in this shell)", f'eval "$({pick})"')
                 ],
             ),
         )
