@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from cudadoctor.backends.torchenv import check_interpreter, query_torch
 from cudadoctor.cli import cli
-from cudadoctor.report import EXIT_PROBLEMS, EXIT_USAGE
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_PROBLEMS, EXIT_USAGE
 
 torch = pytest.importorskip("torch")
 
@@ -65,3 +65,15 @@ def test_hanging_torch_child_is_bounded(tmp_path):
     fake.chmod(0o755)
     facts = query_torch(str(fake), timeout=1)
     assert facts.timed_out
+
+
+def test_an_interpreter_that_hangs_is_incomplete_not_a_usage_error(tmp_path):
+    """A --python that is no Python is the user's mistake (2); one that hangs is a check that could not
+    finish (3), as docs/exit-codes.md says of every child."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(0o755)
+    r = CliRunner().invoke(cli, ["check", "--python", str(fake), "--timeout", "1"])
+    assert r.exit_code == EXIT_INCOMPLETE and "did not answer within 1 s" in r.output
+    r = CliRunner().invoke(cli, ["check", "--python", "/bin/sh"])
+    assert r.exit_code == EXIT_USAGE and "is not a Python 3 interpreter" in r.output

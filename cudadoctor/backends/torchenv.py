@@ -13,17 +13,32 @@ CHILD = Path(__file__).with_name("torch_child.py")
 MARK = "CUDADOCTOR_TORCH_FACTS "
 
 
-def check_interpreter(python: str, timeout: float = 15.0) -> str | None:
+class InterpreterProblem(str):
+    """Why `--python` cannot be used; `failed`: it hung, crashed or flooded (the check could not finish,
+    exit 3), not a path that is no Python (a usage error, exit 2)."""
+
+    failed: bool = False
+
+
+def check_interpreter(python: str, timeout: float = 15.0) -> InterpreterProblem | None:
     """None when `python` runs as a Python 3 interpreter; otherwise why it cannot be used."""
     res = run_child([python, "-c", "import sys; print(sys.version_info[0])"], timeout=timeout, max_stdout=4096)
+
+    def problem(text: str, failed: bool = False) -> InterpreterProblem:
+        out = InterpreterProblem(text)
+        out.failed = failed
+        return out
+
     if res.error:
-        return res.error
+        return problem(res.error)
     if res.timed_out:
-        return f"{python} did not answer within {timeout:g} s"
+        return problem(f"{python} did not answer within {timeout:g} s", failed=True)
     if res.flooded:
-        return f"{python} printed far more than a Python 3 interpreter would"
+        return problem(f"{python} printed far more than a Python 3 interpreter would", failed=True)
+    if res.signal is not None:
+        return problem(f"{python} {res.failure()}", failed=True)
     if res.returncode != 0 or res.stdout.strip() != "3":
-        return f"{python} is not a Python 3 interpreter"
+        return problem(f"{python} is not a Python 3 interpreter")
     return None
 
 

@@ -15,6 +15,7 @@ from cudadoctor import locale as i18n
 from cudadoctor import probes
 from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
+from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.report import ProbeOutcome, Severity, Source
 
 if TYPE_CHECKING:  # facts, report and rules load while the probes run (see collect)
@@ -162,7 +163,7 @@ def _target_python(python: str | None, timeout: float | None) -> str:
         fail(f"--python {python}: no such file")
     problem = check_interpreter(resolved, timeout=min(timeout or 15.0, 15.0))
     if problem:
-        fail(f"--python {python}: {problem}")
+        fail(f"--python {python}: {problem}", code=EXIT_INCOMPLETE if problem.failed else EXIT_USAGE)
     return resolved
 
 
