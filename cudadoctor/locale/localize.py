@@ -47,6 +47,8 @@ def title(code: str, text: str) -> str:
 def label(text: str, depth: int = 0) -> str:
     """A fix label: exact, by template (its values translated in turn), sentence by sentence, or part by
     part ("; ")."""
+    if current() == ENGLISH:  # the label as it is, without compiling ~430 templates (explain's start-up)
+        return text
     from cudadoctor.locale.titles import VERBATIM, match
 
     translated = _(text)
