@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # usage errors: one line, exit 2
-        message = exc.format_message().replace("\n", " ")
+        message = " ".join(exc.format_message().split())  # one line: click indents its choices with tabs
         if isinstance(exc, click.UsageError) and exc.ctx is not None and not isinstance(exc, UsageError):
             message += _(" (see `{command} --help`)").format(command=exc.ctx.command_path)
         echo(f"cudadoctor: {message}", err=True)

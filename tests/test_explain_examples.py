@@ -57,3 +57,24 @@ def test_a_code_explains_the_same_whatever_was_explained_before():
     for code in reversed(list(CATALOGUE)):
         lazy.find(code)
         assert lazy.fixes.get(code) == everything.get(code), code
+
+
+def test_an_unknown_code_is_one_short_line() -> None:
+    """Not 100,000 characters echoed back, and no claim to know CD999."""
+    from click.testing import CliRunner
+
+    from cudadoctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["explain", "X" * 100_000])
+    assert r.exit_code == 2 and len(r.output) < 200 and "docs/findings.md lists every code" in r.output
+    r = CliRunner().invoke(cli, ["explain", "CD999"])
+    assert r.exit_code == 2 and "unknown finding code 'CD999'" in r.output and "CD001-CD999" not in r.output
+
+
+def test_a_usage_error_is_one_line_without_tabs() -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "cudadoctor", "completion"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "\t" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "Choose from: bash, zsh, fish" in r.stderr

@@ -43,6 +43,6 @@ def explain(code: str) -> None:
     """Print the page of a finding code (e.g. CD101), with its fixes."""
     text = page(code)
     if text is None:
-        message = _("unknown finding code {code}; `cudadoctor explain` knows CD001-CD999 (see docs/findings.md)")
-        fail(message.format(code=repr(code)))
+        message = _("unknown finding code {code}; docs/findings.md lists every code")
+        fail(message.format(code=repr(code[:20]) + ("…" if len(code) > 20 else "")))  # not 100,000 characters back
     echo(text)
