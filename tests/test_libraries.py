@@ -944,3 +944,11 @@ def test_loaded_libraries_are_named_by_file_and_paths_keep_their_end():
     assert all(len(ln) <= 72 for ln in lines)
     assert lines[2].endswith("lib/libcublasLt.so.13") and "…" in lines[2]
     assert lines[0].split()[-1] == "File"  # the layout mark is not shown
+
+
+def test_environment_paths_in_fixes_are_one_shell_word():
+    """A conda prefix or a uv/poetry project from the machine (or a replayed report) pastes as one word."""
+    conda = cpu_torch_with(EnvironmentManager("conda", prefix="/opt/my env", conda_torch_package=True))
+    assert any(" -p '/opt/my env' " in c for c in cmds(conda))
+    poetry = cpu_torch_with(EnvironmentManager("poetry", prefix="/w/q/.venv", project="/w/my q"))
+    assert all(c.startswith("poetry -C '/w/my q' ") for c in cmds(poetry))

@@ -3,6 +3,7 @@ is never imported (nor CUDA initialised) in the doctor's own process."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from cudadoctor.backends.child import ChildResult, marked_json, run_child
@@ -13,32 +14,31 @@ CHILD = Path(__file__).with_name("torch_child.py")
 MARK = "CUDADOCTOR_TORCH_FACTS "
 
 
-class InterpreterProblem(str):
+@dataclass(frozen=True)
+class InterpreterProblem:
     """Why `--python` cannot be used; `failed`: it hung, crashed or flooded (the check could not finish,
     exit 3), not a path that is no Python (a usage error, exit 2)."""
 
+    message: str
     failed: bool = False
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def check_interpreter(python: str, timeout: float = 15.0) -> InterpreterProblem | None:
     """None when `python` runs as a Python 3 interpreter; otherwise why it cannot be used."""
     res = run_child([python, "-c", "import sys; print(sys.version_info[0])"], timeout=timeout, max_stdout=4096)
-
-    def problem(text: str, failed: bool = False) -> InterpreterProblem:
-        out = InterpreterProblem(text)
-        out.failed = failed
-        return out
-
     if res.error:
-        return problem(res.error)
+        return InterpreterProblem(res.error)
     if res.timed_out:
-        return problem(f"{python} did not answer within {timeout:g} s", failed=True)
+        return InterpreterProblem(f"{python} did not answer within {timeout:g} s", failed=True)
     if res.flooded:
-        return problem(f"{python} printed far more than a Python 3 interpreter would", failed=True)
+        return InterpreterProblem(f"{python} printed far more than a Python 3 interpreter would", failed=True)
     if res.signal is not None:
-        return problem(f"{python} {res.failure()}", failed=True)
+        return InterpreterProblem(f"{python} {res.failure()}", failed=True)
     if res.returncode != 0 or res.stdout.strip() != "3":
-        return problem(f"{python} is not a Python 3 interpreter")
+        return InterpreterProblem(f"{python} is not a Python 3 interpreter")
     return None
 
 

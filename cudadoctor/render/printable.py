@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-# C0 (tab and newline included), DEL and C1 controls, zero-width and bidi marks, line/paragraph separators
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
-_UNSAFE_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+# DEL and C1 controls, zero-width and bidi marks, line/paragraph separators; C0 (with or without newline)
+_OTHERS = "\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[\x00-\x1f{_OTHERS}]")
+_UNSAFE_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHERS}]")
 
 
 def _escape(m: re.Match[str]) -> str:

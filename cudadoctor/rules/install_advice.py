@@ -107,7 +107,7 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         return conda_forge_commands(f, variant)
     if kind == "pixi":
         # pixi resolves CPU builds unless the manifest declares the CUDA the system has (pixi PyTorch docs)
-        manifest = f" --manifest-path {m.manifest}" if m and m.manifest else ""
+        manifest = f" --manifest-path {shell.word(m.manifest)}" if m and m.manifest else ""
         deps = " ".join(["pytorch-gpu"] + [n for n in names[1:]])
         have = driver_view(f).cuda
         system_cuda = f"{have[0]}.{have[1]}" if have else str(variant.cuda[0])
@@ -118,11 +118,11 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
     if kind == "poetry" and m is not None and m.project:
         source = f"pytorch-{variant.name}"
         return [
-            f"poetry -C {m.project} source add --priority explicit {source} {variant.index_url}",
-            f"poetry -C {m.project} add --source {source} {' '.join(pkgs)}",
+            f"poetry -C {shell.word(m.project)} source add --priority explicit {source} {variant.index_url}",
+            f"poetry -C {shell.word(m.project)} add --source {source} {' '.join(pkgs)}",
         ]
     if kind == "uv-project" and m is not None and m.project:
-        return [f"uv sync --project {m.project} --upgrade-package torch"]
+        return [f"uv sync --project {shell.word(m.project)} --upgrade-package torch"]
     cmds = []
     if kind in ("uv", "uv-project"):
         # --torch-backend is explicit: `auto` looks at the driver only, never at the GPU's architecture
@@ -220,7 +220,7 @@ def companion_commands(f: Facts, bad: list[CompanionCheck]) -> list[str]:
     if kind == "conda":
         m = manager(f)
         tool = (m.conda_frontend if m else None) or "conda"
-        where = f" -p {m.prefix}" if m and m.prefix else ""
+        where = f" -p {shell.word(m.prefix)}" if m and m.prefix else ""
         return [f"{tool} install{where} -c conda-forge {' '.join(c.package for c in bad)}"]
     if kind in ("uv", "uv-project"):
         backend = f" --torch-backend={variant}" if variant else ""
@@ -233,7 +233,7 @@ def conda_forge_commands(f: Facts, variant: wheels.Variant | None = None) -> lis
     """conda-forge's pytorch-gpu, its CUDA chosen with cuda-version (the pytorch channel is deprecated)."""
     m = manager(f)
     tool = (m.conda_frontend if m else None) or "conda"
-    where = f" -p {m.prefix}" if m and m.prefix else ""
+    where = f" -p {shell.word(m.prefix)}" if m and m.prefix else ""
     if variant is None:
         variant = advise(f).variant
     t = f.torch

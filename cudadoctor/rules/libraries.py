@@ -497,7 +497,7 @@ def _conda(f: Facts, lf: LibraryFacts) -> list[Finding]:
         if install_advice.installer(f) == "conda":
             steps = install_advice.conda_forge_commands(f)  # its remove takes the pins with it
         else:
-            steps = [f"{tool} remove -p {m.prefix} -y {names}", *install_advice.advise(f).commands]
+            steps = [f"{tool} remove -p {shell.word(m.prefix)} -y {names}", *install_advice.advise(f).commands]
         out.append(
             CONDA_CPU.finding(
                 title=f"{' and '.join(m.cpuonly)} installed in {m.prefix}",
