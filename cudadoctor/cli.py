@@ -252,6 +252,18 @@ def names_option(option: str, value: str | None, known: list[str]) -> set[str]:
     return names
 
 
+def complete_probe_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of a comma-separated list of probe names (`--only driver,to<TAB>`): the name being
+    typed, after the ones already given, which it does not offer again."""
+    from click.shell_completion import CompletionItem
+
+    from cudadoctor import probes
+
+    done, comma, last = incomplete.rpartition(",")
+    given = {n.strip() for n in done.split(",")}
+    return [CompletionItem(done + comma + n) for n in probes.names() if n.startswith(last) and n not in given]
+
+
 def size_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from cudadoctor.knowledge.units import parse_size
 
