@@ -777,6 +777,18 @@ def test_plot_without_matplotlib_or_pip_names_uv(monkeypatch) -> None:  # type: 
     assert install_matplotlib() == f"uv pip install --python {shlex.quote(sys.executable)} matplotlib"
 
 
+def test_plot_in_a_system_python_that_refuses_pip_says_how_cudadoctor_got_there(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sysconfig
+
+    from cudadoctor.commands.watch import install_matplotlib
+
+    (tmp_path / "EXTERNALLY-MANAGED").write_text("[externally-managed]\n")  # PEP 668's marker
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # not a venv
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(tmp_path))
+    py = shlex.quote(sys.executable)
+    assert install_matplotlib() == f"{py} -m pip install --break-system-packages matplotlib"
+
+
 def test_plot_draws_the_timeline(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     mpl = pytest.importorskip("matplotlib")
     machine = f"device total=85899345920\nprocess gpu=0 pid=child mem={GiB}\n" + swing_timeline()

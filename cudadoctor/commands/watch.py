@@ -94,14 +94,23 @@ def _plot_module() -> Any:
 
 def install_matplotlib() -> str:
     """The install of matplotlib into the doctor's own interpreter. Not the `cudadoctor[plot]` extra:
-    that resolves only where cudadoctor itself is on the index. A venv without pip is uv's."""
+    that resolves only where cudadoctor itself is on the index. A venv without pip is uv's; a system
+    Python that refuses pip (PEP 668) got cudadoctor past that refusal, and matplotlib goes the same way."""
     import importlib.util
+    import site
+    import sysconfig
 
     from cudadoctor.rules.shell import word
 
     if importlib.util.find_spec("pip") is None:
         return f"uv pip install --python {word(sys.executable)} matplotlib"
-    return f"{word(sys.executable, lead=True)} -m pip install matplotlib"
+    flags = ""
+    if sys.prefix == sys.base_prefix and os.path.exists(
+        os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+    ):
+        user = site.ENABLE_USER_SITE and __file__.startswith(site.getusersitepackages())
+        flags = (" --user" if user else "") + " --break-system-packages"
+    return f"{word(sys.executable, lead=True)} -m pip install{flags} matplotlib"
 
 
 class StatusLine:
