@@ -191,6 +191,64 @@ def test_explain(runner):
     assert runner.invoke(cli, ["explain", "CD999"]).exit_code == EXIT_USAGE
 
 
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "cudadoctor", *args], capture_output=True, text=True, env=e, timeout=60
+    )
+
+
+def test_explain_list_is_every_code_with_its_severity_and_summary_in_80_columns():
+    from cudadoctor.render.layout import display_width
+    from cudadoctor.rules import CATALOGUE
+
+    r = _cli("explain", "--list")
+    assert r.returncode == 0 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == sorted(CATALOGUE)  # every code, once, in order
+    assert "CD103  error    Driver/library version mismatch" in lines
+    assert "CD711  info     " + CATALOGUE["CD711"].summary in lines
+    assert all(len(ln) <= 80 for ln in lines) and any(ln.endswith("…") for ln in lines)
+    zh = _cli("--lang", "zh_CN", "explain", "--list")
+    assert zh.returncode == 0 and "CD103  错误  " in zh.stdout
+    assert all(display_width(ln) <= 80 for ln in zh.stdout.splitlines())
+    both = _cli("explain", "--list", "CD101")
+    assert both.returncode == EXIT_USAGE and both.stderr == "cudadoctor: give a code or --list, not both\n"
+    none = _cli("explain")
+    assert none.returncode == EXIT_USAGE and "cudadoctor explain --list" in none.stderr
+    assert none.stderr.count("\n") == 1
+
+
+def _complete(words: str, shell: str = "bash") -> list[str]:
+    """What the shell offers at the end of `words`, as its completion script asks click for it."""
+    cword = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+    env = {"_CUDADOCTOR_COMPLETE": f"{shell}_complete", "COMP_WORDS": words, "COMP_CWORD": cword}
+    r = _cli(env=env)
+    assert r.returncode == 0, r.stderr
+    return [ln.split(",", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("plain,")]
+
+
+def test_completion_of_probe_names_and_finding_codes():
+    assert _complete("cudadoctor check --only dri") == ["driver"]
+    assert _complete("cudadoctor check --only driver,to") == ["driver,torch", "driver,toolkit"]
+    # a name already in the list is not offered again
+    offered = _complete("cudadoctor check --skip torch,")
+    assert "torch,driver" in offered and "torch,torch" not in offered and len(offered) == len(probe_names()) - 1
+    assert _complete("cudadoctor check --only ") == probe_names()
+    codes = _complete("cudadoctor explain CD10")
+    assert codes[:3] == ["CD100", "CD101", "CD102"] and all(c.startswith("CD10") for c in codes)
+    assert _complete("cudadoctor explain cd70") == codes_starting("CD70")
+    # zsh shows each code's summary beside it
+    env = {"_CUDADOCTOR_COMPLETE": "zsh_complete", "COMP_WORDS": "cudadoctor explain CD103", "COMP_CWORD": "2"}
+    assert _cli(env=env).stdout.splitlines()[:3] == ["plain", "CD103", "Driver/library version mismatch"]
+
+
+def codes_starting(prefix: str) -> list[str]:
+    from cudadoctor.rules import CATALOGUE
+
+    return sorted(c for c in CATALOGUE if c.startswith(prefix))
+
+
 def test_check_never_imports_torch():
     code = (
         "import sys; from cudadoctor.cli import cli\n"

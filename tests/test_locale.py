@@ -426,6 +426,36 @@ def test_explain_help_and_usage_errors_in_chinese() -> None:
     assert code == 2 and "未知的检查代码 'CD999'" in err
 
 
+USAGE_ERRORS = [
+    # click's own: a type's name, a missing argument's choices
+    (["check", "--timeout", "abc"], "cudadoctor: '--timeout' 的值无效：'abc' 不是有效的秒数。"),
+    (["gpus", "--pick", "x"], "cudadoctor: '--pick' 的值无效：'x' 不是有效的整数。"),
+    (["completion"], "可选：bash, zsh, fish"),
+    # the doctor's own, from _() where they are raised, a literal fail("…"), or a template (locale/usage.py)
+    (["check", "--timeout", "nan"], "cudadoctor: '--timeout' 的值无效：'nan' 不是有限的秒数"),
+    (["check", "--timeout", "1e9"], "'1e9' 超过了 1e+06 秒"),
+    (["check", "--only", "driver", "--skip", "driver"], "cudadoctor: --only 和 --skip 之后没有剩下要运行的探测"),
+    (["check", "--python", "/nonexistent/python"], "cudadoctor: --python /nonexistent/python：文件不存在"),
+    (
+        ["check", "--output", "/nonexistent/r.json"],
+        "cudadoctor: 无法写入 --output /nonexistent/r.json：目录 /nonexistent 不存在",
+    ),
+    (["check", "--min-free-memory", "abc"], "cudadoctor: --min-free-memory：'abc' 不是一个大小（例如：8GiB"),
+    (["triage", "/"], "cudadoctor: 无法读取 /：它是一个目录"),
+    (["ckpt", "inspect", "/nonexistent.pt"], "cudadoctor: 无法读取 /nonexistent.pt："),
+    (["explain"], "cudadoctor: 哪个代码？cudadoctor explain CD101，或 cudadoctor explain --list"),
+]
+
+
+@pytest.mark.parametrize(("args", "shown"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS])
+def test_usage_errors_in_chinese(args: list[str], shown: str) -> None:
+    code, out, err = run("--lang", "zh_CN", *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert shown in err
+    english = run(*args)[2]
+    assert english != err and not re.search(r"[\u4e00-\u9fff]", english)  # English unless asked
+
+
 def test_english_is_unchanged_by_default() -> None:
     _, out, _ = run("explain", "CD101")
     assert out.splitlines()[0] == "CD101 driver-not-installed (error, section Driver)"

@@ -13,7 +13,7 @@ import click
 
 from cudadoctor import locale as i18n
 from cudadoctor import probes
-from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
+from cudadoctor.cli import Seconds, complete_probe_names, echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.report import ProbeOutcome, Severity, Source
@@ -306,8 +306,20 @@ def _options(fn: Any) -> Any:
 @_options
 @click.option("--from", "from_file", type=str, metavar="REPORT.json", help="Re-run the rules on a saved JSON report.")
 @click.option("--full", is_flag=True, help="Also measure: copy bandwidth per GPU and a training smoke test.")
-@click.option("--only", type=str, metavar="PROBES", help=f"Run only these probes: {probes.help_text()}.")
-@click.option("--skip", type=str, metavar="PROBES", help="Skip these probes (comma-separated).")
+@click.option(
+    "--only",
+    type=str,
+    metavar="PROBES",
+    shell_complete=complete_probe_names,
+    help=f"Run only these probes: {probes.help_text()}.",
+)
+@click.option(
+    "--skip",
+    type=str,
+    metavar="PROBES",
+    shell_complete=complete_probe_names,
+    help="Skip these probes (comma-separated).",
+)
 @click.option(
     "--config",
     "config_file",

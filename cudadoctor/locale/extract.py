@@ -90,6 +90,8 @@ def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
     tree = ast.parse(source.decode("utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
+            if getattr(node.func, "id", "") == "fail" and node.args and (text := _literal(node.args[0])):
+                yield node.lineno, None, text, ["usage error"]  # cli.fail translates it
             for kw in node.keywords:
                 if kw.arg in ("help", "short_help") and (text := _literal(kw.value)):
                     yield node.lineno, None, text, ["help text"]

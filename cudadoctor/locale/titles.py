@@ -321,6 +321,8 @@ TEMPLATES: tuple[str, ...] = (
     N_("Inside-node all-reduce at {size} on {nodes}: {gbps} GB/s, below {need}"),
     N_("Too few samples to judge the run ({n} in {took})"),
     N_("The command never used a GPU while its CPU was busy ({mean} % of a core on average, {gpus} present)"),
+    N_("No process of the command loaded libcuda (/proc/PID/maps)"),
+    N_("Here CUDA_VISIBLE_DEVICES={cvd} hides every GPU from the command although NVML sees {n}"),
     N_("The CPU cannot feed {gpu}: its utilisation {pattern} while {who}"),
     N_(
         "Copies dominate on {gpu}: PCIe busy in {busy} % of samples (up to {gbps} GB/s of {link}) while utilisation "
