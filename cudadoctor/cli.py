@@ -26,8 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "triage": ("cudadoctor.commands.triage:triage", "Diagnose a paste: collect_env, nvidia-smi, errors."),
     "explain": ("cudadoctor.commands.explain:explain", "The page of a finding code, with its fixes."),
     "ckpt": ("cudadoctor.commands.ckpt:ckpt", "Why torch.load fails on a checkpoint, and a fixed copy."),
+    "fit": ("cudadoctor.commands.fit:fit", "Will a model fit: its memory by precision against each GPU's free memory."),
     "watch": ("cudadoctor.commands.watch:watch", "Run a training command; say why its GPU idles, with fixes."),
     "fleet": ("cudadoctor.commands.fleet:fleet", "Run under torchrun: the nodes of a job checked side by side."),
+    "mcp": ("cudadoctor.commands.mcp:mcp", "Serve the doctor to coding agents (Model Context Protocol, stdio)."),
     "completion": ("cudadoctor.commands.completion:completion", "Print the shell completion script."),
 }
 

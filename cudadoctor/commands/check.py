@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # facts, report and rules load while the probes run (see coll
     from cudadoctor.facts import Facts
     from cudadoctor.report import Report
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "openmetrics")
 MAX_REPORT = 64 << 20  # a saved report is a few hundred KB
 
 
@@ -182,19 +182,55 @@ def _collect_with_progress(
         return collect(chosen, python, timeout, size, registry)
 
 
-def emit(rep: Report, fmt: str, output: str | None, redact: bool, verbose: bool, machine: Report | None = None) -> None:
-    """`machine`: the same report in English, for the file --output writes (machines read it)."""
+def _write_atomically(path: str, text: str) -> None:
+    """Write beside the target, then rename over it: a reader (node_exporter's textfile collector) sees
+    the old file or the new one, never half of one."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = -1, ""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cudadoctor-", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fd = -1
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the metrics from a collector running as another user
+        os.replace(tmp, path)
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        fail(f"cannot write {path}: {exc.strerror or exc}", code=3)
+
+
+def emit(
+    rep: Report,
+    fmt: str,
+    output: str | None,
+    redact: bool,
+    verbose: bool,
+    machine: Report | None = None,
+    metrics_file: str | None = None,
+) -> None:
+    """`machine`: the same report in English, for the files --output and --metrics-file write (machines
+    read them)."""
     import json
 
-    from cudadoctor.render import markdown, text
+    from cudadoctor.render import markdown, openmetrics, text
     from cudadoctor.render.redact import report_data
 
     data = report_data(rep, redact)
+    machine_data = data if machine is None else report_data(machine, redact)
     json_text = json.dumps(data, indent=2) + "\n"
     if output:
-        _write(output, json_text if machine is None else json.dumps(report_data(machine, redact), indent=2) + "\n")
+        _write(output, json_text if machine is None else json.dumps(machine_data, indent=2) + "\n")
+    if metrics_file:
+        _write_atomically(metrics_file, openmetrics.render(machine_data))
     if fmt == "json":
         echo(json_text, nl=False)
+    elif fmt == "openmetrics":
+        echo(openmetrics.render(data), nl=False)
     elif fmt == "markdown":
         echo(markdown.render(data))
     else:
@@ -217,10 +253,11 @@ def run_check(
     junit: str | None,
     verbose: bool,
     gate: dict[str, Any],
+    metrics_file: str | None = None,
     command: str = "check",
     registry: Sequence[probes.Probe] = probes.REGISTRY,
 ) -> int:
-    for option, path in (("--output", output), ("--junit", junit)):
+    for option, path in (("--output", output), ("--junit", junit), ("--metrics-file", metrics_file)):
         if path is not None:
             _check_writable(path, option)
     if python is not None and not python:
@@ -253,10 +290,11 @@ def run_check(
         facts, outcomes = _collect_with_progress(chosen, python or sys.executable, timeout, transfer_size, registry)
     rep = machine = diagnose(facts, outcomes, req, source, command)
     github = os.environ.get("GITHUB_ACTIONS") == "true"
-    if (output or junit or github) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
+    if (output or junit or github or metrics_file) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
         with i18n.use(i18n.ENGLISH):  # JSON, JUnit and annotations stay English unless --lang asked otherwise
             machine = diagnose(facts, outcomes, req, source, command)
-    emit(rep, "json" if as_json else fmt, output, redact, verbose, machine if machine is not rep else None)
+    english = machine if machine is not rep else None
+    emit(rep, "json" if as_json else fmt, output, redact, verbose, english, metrics_file)
     if junit:
         from cudadoctor.render.junit import render as junit_xml
 
@@ -279,6 +317,12 @@ def _options(fn: Any) -> Any:
             click.option("--json", "as_json", is_flag=True, help="Same as --format json."),
             click.option(
                 "--output", "-o", type=str, metavar="FILE", help="Also write the JSON report to FILE (any --format)."
+            ),
+            click.option(
+                "--metrics-file",
+                type=str,
+                metavar="FILE",
+                help="Also write OpenMetrics to FILE, atomically (node_exporter's textfile collector).",
             ),
             click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output."),
             click.option("--timeout", type=Seconds(min=0.5), metavar="SECONDS", help="One time bound for every probe."),

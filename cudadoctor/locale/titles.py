@@ -228,6 +228,15 @@ TEMPLATES: tuple[str, ...] = (
     N_("Saved on {saved}, but only {gpus} visible here (cuda:0–cuda:{last})"),
     N_("Saved on {saved}, but no GPU is visible here"),
     N_("A training checkpoint: the model's weights are in [{key}], beside {kinds}"),
+    # will it fit (CD660-CD663)
+    N_("{count} parameters (counted from its tensors): memory by precision and use"),
+    N_("{count} parameters (from its config): memory by precision and use"),
+    N_("{count} parameters (at least): memory by precision and use"),
+    N_("Inference in {dtype} ({size}) fits on GPU {gpus}"),
+    N_("Training with Adam ({size}) fits on GPU {gpus}"),
+    N_("Inference in {dtype} needs at least {size}: no GPU has that much free (most: {best} on GPU {gpu})"),
+    N_("Training with Adam needs at least {size}: no GPU has that much free (most: {best} on GPU {gpu})"),
+    N_("The parameter count of {path} is unknown: {error}"),
     N_("torch.load(weights_only=True) will refuse this checkpoint: {globals} not allow-listed"),
     N_(
         "torch.load(weights_only=True) will refuse this checkpoint: {globals} not allow-listed (torch {version} "
@@ -340,6 +349,7 @@ TEMPLATES: tuple[str, ...] = (
 
 # Fix labels built from facts (rules/install_advice.py): "LABEL (NOTE)", the note's parts joined by "; ".
 LABELS: tuple[str, ...] = (
+    N_("Load it in {precision} ({size}: fits on GPU {gpu}; bitsandbytes for 8 and 4 bits)"),
     N_("Install a CUDA build"),
     N_("Install a build compiled for this GPU"),
     N_("Install the CUDA build for this driver"),

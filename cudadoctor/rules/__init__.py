@@ -10,6 +10,7 @@ from cudadoctor.rules import (
     cuda_driver,
     doctor,
     driver,
+    fit,  # noqa: F401  (its own evaluate, for `cudadoctor fit`; imported for the catalogue)
     fleet,  # noqa: F401  (its own evaluate, for `cudadoctor fleet`; imported for the catalogue)
     health,
     kernel_module,
