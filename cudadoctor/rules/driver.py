@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cudadoctor.facts import DriverFacts, Facts, SystemFacts
+from cudadoctor.facts.nvml import SICK_ERRORS
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
 from cudadoctor.knowledge.driver_install import SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
@@ -418,7 +419,7 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
             )
         )
     for dev in d.devices:
-        if dev.error:
+        if dev.error and dev.error not in SICK_ERRORS:  # a crash or hang in one GPU's call: _query_problems
             out.append(
                 GPU_LOST.finding(
                     title=f"GPU {dev.index}{' (' + dev.pci_bus_id + ')' if dev.pci_bus_id else ''} "
