@@ -151,7 +151,7 @@ def _legend(letters: str, width: int) -> list[str]:
     parts = [f"{c} {_(FLAG_MEANINGS[c])}" for c in FLAG_MEANINGS if c in letters]
     if not parts:
         return []
-    words = (_("HEALTH:") + " " + _("; ").join(parts)).split(" ")
+    words = (_("HEALTH") + ": " + _("; ").join(parts)).split(" ")
     lines, line = [], ""
     for word in words:
         if line and _width(line) + 1 + _width(word) > width:
@@ -210,14 +210,16 @@ def render(
         return [min(natural[h], name_cap) if h == "NAME" and name_cap else natural[h] for h, _prio, _right in cols]
 
     name_cap = None
+    # names shorten down to 20 columns, but what a sick or lost GPU's row says (its call) is not cut
+    floor = max([20] + [_width(r["NAME"]) for d, r in zip(devices, rows, strict=True) if d.error])
     if not wide:
         while True:
             total = sum(widths(columns, name_cap)) + 2 * (len(columns) - 1)
             if total <= width:
                 break
             current = widths(columns, None)[[c[0] for c in columns].index("NAME")]
-            if (name_cap or current) > 20:  # first shorten the names, down to 20 columns
-                name_cap = max(20, (name_cap or current) - (total - width))
+            if (name_cap or current) > floor:  # first shorten the names
+                name_cap = max(floor, (name_cap or current) - (total - width))
                 continue
             # then drop the least important column, never one that shows a problem (unless all do)
             droppable = [c for c in columns if c[0] not in problems] or columns
@@ -272,6 +274,5 @@ def render(
 
 def _process_header(indent: str) -> str:
     """Above the process rows: `pid 1234567 alice      40.0 GiB  python train.py`."""
-    return f"{indent}{_pad(_('PROCESS'), 11)} {_pad(_('USER'), 10)} {_pad(_('GPU MEMORY'), 10, right=True)}  " + _(
-        "COMMAND"
-    )
+    process, user, memory, command = _("PROCESS"), _("USER"), _("GPU MEMORY"), _("COMMAND")
+    return indent + " ".join([_pad(process, 11), _pad(user, 10), _pad(memory, 10, right=True)]) + "  " + command
