@@ -314,12 +314,12 @@ device name="NVIDIA H100 80GB HBM3" cc=9.0 used=4294967296 uuid=GPU-dddd0000-000
 )
 def test_one_sick_gpu_does_not_hide_the_gpus_after_it(run_cli, sick, how, state):
     """GPU 2 of 4 crashes or hangs inside an NVML call: it is named with its call, and GPU 3 is still
-    read (by a fresh child), not "2 GPU(s) not shown". The query is still bounded: a hang costs one
-    --timeout, the GPUs after it get one more."""
+    read (by a fresh child), not "2 GPU(s) not shown". The query keeps its one bound: a GPU that takes
+    half of it counts as hung, and the GPUs after it are read in the other half."""
     call = sick.split()[1]
     start = time.monotonic()
     r = run_cli("gpus", "--timeout", "2", machine=FOUR + sick + "\n")
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < 2 + 3  # the bound, and the interpreter's start-up
     assert r.code == 3, r.stderr  # the doctor could not read GPU 2: exit-codes.md
     rows = {ln.split()[1]: ln for ln in r.stdout.splitlines() if ln[:1].isdigit() or ln.startswith(("?", state))}
     assert sorted(rows) == ["0", "1", "2", "3"]
@@ -347,13 +347,13 @@ def test_the_first_gpu_crashing_is_that_gpus_problem_not_nvmls(run_cli):
 
 
 def test_every_gpu_hanging_is_bounded_and_counts_what_was_not_read(run_cli):
-    """The same call hangs on every GPU: the first hang costs one bound, the GPUs after it share one more;
-    what is still unread then is counted, never left out silently."""
+    """The same call hangs on every GPU: the whole query still ends within its one bound, and what is
+    unread then is counted, never left out silently."""
     start = time.monotonic()
-    r = run_cli("gpus", "--timeout", "1", machine=FOUR + "hang_in nvmlDeviceGetName\n")
-    assert time.monotonic() - start < 12
+    r = run_cli("gpus", "--timeout", "2", machine=FOUR + "hang_in nvmlDeviceGetName\n")
+    assert time.monotonic() - start < 2 + 3
     assert r.code == 3
-    assert "hung" in r.stderr and "GPU 0" in r.stderr and "GPU(s) not shown" in r.stderr
+    assert "hung" in r.stderr and "GPU 0" in r.stderr and "GPU 1" in r.stderr and "2 GPU(s) not shown" in r.stderr
     assert r.stdout.splitlines()[2].startswith("hung")
 
 

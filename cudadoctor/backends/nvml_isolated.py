@@ -45,9 +45,25 @@ def _unpack(text: str) -> Any:
     return pickle.loads(base64.b64decode(text))
 
 
-def _run_query(write: Any, with_processes: bool, with_binding: bool, trace: Any = None, first: int = 0) -> None:
+STALL_SHARE = 0.5  # of the bound: how long one GPU's calls may take before the GPU counts as hung
+
+
+def _watchdog(stall: float) -> None:
+    """(Re)arm SIGALRM: unless the next GPU is read within `stall` seconds, the kernel ends this child
+    (SIGALRM's default action; a Python handler could not run while a driver call blocks). The parent
+    reads that as "hung" in the call under way and has time left to read the GPUs after it."""
+    import signal
+
+    if stall > 0 and hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, stall)
+
+
+def _run_query(
+    write: Any, with_processes: bool, with_binding: bool, trace: Any = None, first: int = 0, stall: float = 0.0
+) -> None:
     """Query and report through `write`; `trace` is told each call's name first (default: a CALL line);
-    the GPUs before `first` are not read."""
+    the GPUs before `first` are not read; each GPU (from the count on) must be read within `stall`."""
     import dataclasses
 
     from cudadoctor.backends.nvml import query_driver
@@ -64,6 +80,7 @@ def _run_query(write: Any, with_processes: bool, with_binding: bool, trace: Any 
         for dev in facts.devices[sent:]:
             write(DEVICE + _pack(dev))
         sent = len(facts.devices)
+        _watchdog(stall)
 
     if trace is None:
         trace = lambda name: write(CALL + name)  # noqa: E731
@@ -78,12 +95,13 @@ def main(argv: list[str] | None = None) -> None:
     [--from N]`."""
     args = sys.argv[1:] if argv is None else argv
     first = int(args[args.index("--from") + 1]) if "--from" in args else 0
+    stall = float(args[args.index("--stall") + 1]) if "--stall" in args else 0.0
 
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    _run_query(write, "--processes" in args, "--binding" in args, first=first)
+    _run_query(write, "--processes" in args, "--binding" in args, first=first, stall=stall)
 
 
 def _parse(lines: list[str], first: int = 0) -> tuple[DriverFacts | None, str | None, bool, bool]:
@@ -134,9 +152,11 @@ def _result(lines: list[str], ended: str | None, last_call: str | None = None, f
     return facts
 
 
-def _signal_name(status: int) -> str:
+def _signal_name(status: int, stall: float = 0.0) -> str:
     import signal
 
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == getattr(signal, "SIGALRM", None) and stall:
+        return f"hung (no answer within {stall:g} s)"  # its own watchdog (_watchdog)
     if os.WIFSIGNALED(status):
         try:
             return f"crashed ({signal.Signals(os.WTERMSIG(status)).name})"
@@ -148,16 +168,25 @@ def _signal_name(status: int) -> str:
 class _Started:
     """A query under way in a forked child."""
 
-    __slots__ = ("fd", "first", "pid", "shared", "started", "with_binding", "with_processes")
+    __slots__ = ("fd", "first", "pid", "shared", "stall", "started", "with_binding", "with_processes")
 
     def __init__(
-        self, pid: int, fd: int, started: float, with_processes: bool, with_binding: bool, shared: Any, first: int = 0
+        self,
+        pid: int,
+        fd: int,
+        started: float,
+        with_processes: bool,
+        with_binding: bool,
+        shared: Any,
+        first: int = 0,
+        stall: float = 0.0,
     ) -> None:
         self.pid, self.fd = pid, fd  # fd: the read end of the child's pipe
         self.started = started  # time.monotonic() at the fork: --timeout bounds the query from there
         self.with_processes, self.with_binding = with_processes, with_binding
         self.shared = shared  # the mmap where the child names the call under way
         self.first = first  # the first GPU it reads (those before were read by an earlier child)
+        self.stall = stall  # how long one GPU may take (its watchdog)
 
 
 _PREFETCHED: _Started | None = None
@@ -181,7 +210,7 @@ def _die_with_parent(parent: int) -> None:
 CALL_ROOM = 256  # bytes of shared memory for the name of the call under way
 
 
-def _start(with_processes: bool, with_binding: bool, first: int = 0) -> _Started:
+def _start(with_processes: bool, with_binding: bool, first: int = 0, stall: float = 0.0) -> _Started:
     import mmap
 
     r, w = os.pipe()
@@ -202,7 +231,7 @@ def _start(with_processes: bool, with_binding: bool, first: int = 0) -> _Started
         try:
             import _signal
 
-            for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the parent's handlers are not the child's
+            for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM"):  # the parent's handlers are not the child's
                 _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
             os.close(r)
             _die_with_parent(parent)
@@ -216,7 +245,7 @@ def _start(with_processes: bool, with_binding: bool, first: int = 0) -> _Started
                 if name == "nvmlShutdown":
                     write(CALL + name)
 
-            _run_query(write, with_processes, with_binding, trace, first)
+            _run_query(write, with_processes, with_binding, trace, first, stall)
         except BaseException:
             code = 1
         finally:
@@ -226,7 +255,7 @@ def _start(with_processes: bool, with_binding: bool, first: int = 0) -> _Started
         from cudadoctor.backends.child import remember_pid
 
         remember_pid(pid)  # a signal that ends the doctor kills this child too (Linux: _die_with_parent)
-    return _Started(pid, r, started, with_processes, with_binding, shared, first)
+    return _Started(pid, r, started, with_processes, with_binding, shared, first, stall)
 
 
 def _forget(pid: int) -> None:
@@ -291,7 +320,7 @@ def _collect(job: _Started, timeout: float) -> DriverFacts:
     if status is None:
         ended = ended or "did not exit"
     elif ended is None and status != 0:
-        ended = _signal_name(status)
+        ended = _signal_name(status, job.stall)
     last_call = job.shared[:].split(b"\n", 1)[0].decode(errors="replace") or None
     job.shared.close()
     facts = _result(b"".join(chunks).decode(errors="replace").splitlines(), ended, last_call, job.first)
@@ -338,7 +367,7 @@ def _discard(job: _Started) -> None:
     job.shared.close()
 
 
-def prefetch(with_processes: bool) -> None:
+def prefetch(with_processes: bool, timeout: float = 15.0) -> None:
     """Start the query `cudadoctor gpus` is about to make, before its command line is parsed: the doctor's
     imports then overlap with the child's. query() takes it over when its arguments agree; when the
     command never asks (a usage error), the child dies with the doctor (_die_with_parent)."""
@@ -348,28 +377,35 @@ def prefetch(with_processes: bool) -> None:
         import cudadoctor.facts.nvml  # noqa: F401
 
         try:
-            _PREFETCHED = _start(with_processes, False)
+            _PREFETCHED = _start(with_processes, False, stall=timeout * STALL_SHARE)
         except OSError:  # no fork now (a process limit): the command queries the usual way
             _PREFETCHED = None
 
 
-def _forked(with_processes: bool, with_binding: bool, timeout: float, first: int = 0) -> DriverFacts:
+def _forked(
+    with_processes: bool, with_binding: bool, timeout: float, first: int = 0, stall: float = 0.0
+) -> DriverFacts:
     import pynvml  # noqa: F401  (the Python module only, shared by every fork: `gpus --watch` forks often)
 
-    return _collect(_start(with_processes, with_binding, first), timeout)
+    return _collect(_start(with_processes, with_binding, first, stall), timeout)
 
 
-def _subprocess(with_processes: bool, with_binding: bool, timeout: float, first: int = 0) -> DriverFacts:
+def _subprocess(
+    with_processes: bool, with_binding: bool, timeout: float, first: int = 0, stall: float = 0.0
+) -> DriverFacts:
     from cudadoctor.backends.child import run_child
 
     argv = [sys.executable, "-m", "cudadoctor.backends.nvml_isolated"]
     argv += ["--processes"] if with_processes else []
     argv += ["--binding"] if with_binding else []
     argv += ["--from", str(first)] if first else []
+    argv += ["--stall", f"{stall:g}"] if stall else []
     res = run_child(argv, timeout=timeout)
     ended = None
     if res.timed_out:
         ended = f"hung (no answer within {timeout:g} s)"
+    elif res.returncode == -14 and stall:  # -SIGALRM: its own watchdog (_watchdog)
+        ended = f"hung (no answer within {stall:g} s)"
     elif not res.ok:
         ended = res.failure()
     return _result(res.stdout.splitlines(), ended, first=first)
@@ -386,15 +422,14 @@ def _sick_gpu(facts: DriverFacts) -> int | None:
     return len(facts.devices)
 
 
-def _past_sick_gpus(facts: DriverFacts, query_from: Any, timeout: float) -> DriverFacts:
+def _past_sick_gpus(facts: DriverFacts, query_from: Any, end: float) -> DriverFacts:
     """One sick GPU never hides the healthy ones: a GPU whose query crashed or hung is kept as a device
-    with error CRASHED or HUNG and the call named, and a fresh child reads the GPUs after it. A hang costs
-    a whole bound, so the GPUs after the first sick one get one more `timeout` in all: the query takes
-    at most twice the bound, and what is still unread then is counted as not read."""
+    with error CRASHED or HUNG and the call named, and a fresh child reads the GPUs after it, until `end`
+    (time.monotonic(), the one bound of the whole query). A hung GPU is cut at half the bound by its
+    child's watchdog, so there is time left for the others; what is unread at the end is counted."""
     from cudadoctor.facts.nvml import NvmlDevice
 
     failures: list[str] = []
-    end = time.monotonic() + timeout
     while (sick := _sick_gpu(facts)) is not None:
         failure = facts.query_failure or ""
         state = "HUNG" if failure.startswith("hung") else "CRASHED"
@@ -408,7 +443,7 @@ def _past_sick_gpus(facts: DriverFacts, query_from: Any, timeout: float) -> Driv
             facts.query_failure = f"no time left to read GPU {sick + 1} and after"
             break
         rest = query_from(sick + 1, left)
-        if rest.init_status != "ok" or rest.device_count != facts.device_count:
+        if rest.init_status != "ok" or rest.device_count != facts.device_count:  # a different machine now
             facts.query_failure = rest.query_failure or rest.init_message or f"NVML {rest.init_status}"
             break
         facts.devices += rest.devices
@@ -425,9 +460,12 @@ def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFac
     global _PREFETCHED
     job, _PREFETCHED = _PREFETCHED, None
     if job is not None:
-        if (job.with_processes, job.with_binding) == (with_processes, with_binding):
+        if (job.with_processes, job.with_binding, job.stall) == (with_processes, with_binding, timeout * STALL_SHARE):
             # without the binding, the child says BINDING_MISSING
-            return _past_sick_gpus(_collect(job, timeout), _rest(_forked, with_processes, with_binding), timeout)
+            facts = _collect(job, timeout)
+            return _past_sick_gpus(
+                facts, _rest(_forked, with_processes, with_binding, job.stall), job.started + timeout
+            )
         _discard(job)
     import importlib.util
     import threading
@@ -436,6 +474,8 @@ def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFac
 
     if importlib.util.find_spec("pynvml") is None:
         return DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING")
+    end = time.monotonic() + timeout
+    stall = timeout * STALL_SHARE
     if hasattr(os, "fork") and threading.active_count() == 1:
         run = _forked
     elif sys.platform == "win32":  # no fork, and a fresh interpreter per query is slow there: in process
@@ -444,13 +484,13 @@ def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFac
         return query_driver(with_processes, with_binding)
     else:
         run = _subprocess
-    facts = run(with_processes, with_binding, timeout)
-    return _past_sick_gpus(facts, _rest(run, with_processes, with_binding), timeout)
+    facts = run(with_processes, with_binding, timeout, 0, stall)
+    return _past_sick_gpus(facts, _rest(run, with_processes, with_binding, stall), end)
 
 
-def _rest(run: Any, with_processes: bool, with_binding: bool) -> Any:
-    """The query of the GPUs from an index on, within a bound: (first, timeout) -> facts."""
-    return lambda first, timeout: run(with_processes, with_binding, timeout, first)
+def _rest(run: Any, with_processes: bool, with_binding: bool, stall: float) -> Any:
+    """The query of the GPUs from an index on, within what is left of the bound: (first, left) -> facts."""
+    return lambda first, left: run(with_processes, with_binding, left, first, min(stall, left))
 
 
 if __name__ == "__main__":

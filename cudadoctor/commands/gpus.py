@@ -79,7 +79,7 @@ def _now() -> str:
     type=Seconds(min=0.5),
     default=NVML_TIMEOUT,
     metavar="SECONDS",
-    help="Bound on the NVML query; the GPUs after one whose query hangs get one more.",
+    help="Bound on the NVML query; a GPU whose calls take half of it counts as hung and is skipped.",
 )
 def gpus(**o: Any) -> None:
     """The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES.
