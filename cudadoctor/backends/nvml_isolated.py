@@ -393,6 +393,8 @@ def _forked(
 def _subprocess(
     with_processes: bool, with_binding: bool, timeout: float, first: int = 0, stall: float = 0.0
 ) -> DriverFacts:
+    import signal
+
     from cudadoctor.backends.child import run_child
 
     argv = [sys.executable, "-m", "cudadoctor.backends.nvml_isolated"]
@@ -404,7 +406,7 @@ def _subprocess(
     ended = None
     if res.timed_out:
         ended = f"hung (no answer within {timeout:g} s)"
-    elif res.returncode == -14 and stall:  # -SIGALRM: its own watchdog (_watchdog)
+    elif stall and res.returncode == -getattr(signal, "SIGALRM", 0):  # its own watchdog (_watchdog)
         ended = f"hung (no answer within {stall:g} s)"
     elif not res.ok:
         ended = res.failure()
