@@ -43,9 +43,10 @@ _WHAT_RAN = {
     "compile": "It was compiling a tiny function with torch.compile.",
 }
 _DRIVER_HANG = {
-    "driver": "NVML did not answer: the NVIDIA kernel driver may be stuck",
-    "cuda_driver": "cuInit did not return: the NVIDIA kernel driver may be stuck",
-    "torch": "importing torch or initialising CUDA hangs; the NVIDIA kernel driver may be stuck",
+    "driver": "NVML did not answer: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error).",
+    "cuda_driver": "cuInit did not return: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error).",
+    "torch": "Importing torch or initialising CUDA hangs: the NVIDIA kernel driver may be stuck (a wedged GPU, "
+    "an Xid error).",
 }
 _KERNEL_LOG = fix(
     "Look for driver errors (Xid) in the kernel log",
@@ -83,16 +84,14 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
     fixes = []
     if o.bound is not None and o.default_bound is not None and o.bound < o.default_bound:
         why.append(
-            f"{o.bound:g} s is less than the {o.default_bound:g} s this check gets by default: "
+            f"The bound, {o.bound:g} s, is less than the {o.default_bound:g} s this check gets by default: "
             "it was most likely still working, not stuck."
         )
         fixes.append(
             fix(f"Give it its own bound, {o.default_bound:g} s", f"cudadoctor check --timeout {o.default_bound:g}")
         )
     elif o.name in _DRIVER_HANG and gpu is not False:
-        why.append(
-            f"{_DRIVER_HANG[o.name]} (a wedged GPU, a driver stuck after an Xid error): the kernel log says why."
-        )
+        why.append(_DRIVER_HANG[o.name])
         fixes.append(_KERNEL_LOG)
     elif o.name == "torch":
         why.append("Importing torch hangs or is very slow (a slow or network file system, many packages).")
@@ -105,7 +104,6 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
                 "See whether it finishes at all, given longer", f"cudadoctor check --only {o.name} --timeout {longer:g}"
             )
         )
-    why.append("The rest of the report is still valid.")
     return PROBE_TIMEOUT.finding(title=f"The {o.name} probe {o.error}", why=" ".join(w for w in why if w), fix=fixes)
 
 

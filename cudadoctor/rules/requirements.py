@@ -53,8 +53,9 @@ LOW_FREE_MEMORY = entry(
     Severity.ERROR,
     "Requirements",
     "A GPU has less free memory than required",
-    """--min-free-memory asks for this much free memory on each GPU a job will use. Other processes
-    hold the rest; `cudadoctor gpus` shows who.""",
+    """--min-free-memory asks for this much free memory on each GPU a job will use: every GPU CUDA
+    programs here can see, or with --require-gpus N at least N of them. Other processes hold the rest;
+    `cudadoctor gpus` shows who.""",
 )
 LOW_CAPABILITY = entry(
     "CD503",
@@ -62,7 +63,8 @@ LOW_CAPABILITY = entry(
     Severity.ERROR,
     "Requirements",
     "A GPU's compute capability is below the requirement",
-    """--min-compute-capability asks for GPUs of at least this architecture (bf16 needs 8.0, FP8 8.9).""",
+    """--min-compute-capability asks for GPUs of at least this architecture (bf16 needs 8.0, FP8 8.9):
+    every GPU CUDA programs here can see, or with --require-gpus N at least N of them.""",
 )
 TORCH_CUDA_MISMATCH = entry(
     "CD504",
@@ -134,7 +136,7 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
         if len(qualified) == len(visible):
             return [], ""
         # met; which GPUs qualify is worth a word, since a job takes the first ones it sees
-        which = _indices(qualified)
+        which = _which(qualified)
         return [], f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify ({which}); {need} required"
     # a selection: `gpus --pick` chooses among the GPUs CUDA_VISIBLE_DEVICES shows, so it is offered only
     # where it can succeed: among those, or among all of them once the variable is unset
@@ -229,8 +231,7 @@ def _elsewhere(every: list[Any], need: int, gate: _Limits) -> list[Fix]:
     wanted = gate.wanted()
     out.append(
         fix(
-            ("Or run" if out else "Run")
-            + f" the job on a node with {plural(need, 'GPU')}"
+            f"Run the job on a node with {plural(need, 'GPU')}"
             + (f" that have {wanted}" if wanted else "")
             + f": this one has {len(every)}"
         )
