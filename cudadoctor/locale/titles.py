@@ -515,6 +515,10 @@ LABELS: tuple[str, ...] = (
     ),
     N_("Importing torch hangs or is very slow (a slow or network file system, many packages)"),
     N_("A program it ran or a file it read did not answer in time"),
+    N_(
+        "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted the bound "
+        "(a --timeout shorter than the check's own, a slow or network file system)"
+    ),
     N_("Give it its own bound, {seconds} s"),
     N_("One time bound for every probe instead of its own: {bounds}."),
     N_("No PyTorch release in cudadoctor's tables supports it"),
