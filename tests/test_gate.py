@@ -346,3 +346,16 @@ def test_a_config_file_that_is_not_utf8_is_an_error(run_cli, tmp_path):
     assert r.stderr == f"cudadoctor: {path} is not UTF-8 (byte 0xe9 on line 1); a config file must be UTF-8\n"
     r = run_cli("check", "--only", "driver", "--config", str(path), machine=FOUR_A100)
     assert r.code == EXIT_USAGE and len(r.stderr.splitlines()) == 1 and str(path) in r.stderr
+
+
+def test_a_hidden_gpus_fix_selects_only_after_showing_them(run_cli):
+    """CD301's `gpus --pick 1` chose among the GPUs CUDA_VISIBLE_DEVICES=-1 shows: none, exit 4."""
+    r = run_cli("check", "--skip", "torch", "--json", machine=FOUR_A100, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    cd301 = next(f for f in r.json["findings"] if f["code"] == "CD301")
+    for proposed in cd301["fix"]:
+        assert proposed["commands"][0] == "unset CUDA_VISIBLE_DEVICES"  # every fix starts by showing them
+    select = cd301["fix"][-1]["commands"]
+    assert select[-1] == 'eval "$(cudadoctor gpus --pick 1)"'
+    assert _picked(run_cli, select[-1], machine=FOUR_A100)["code"] == 0  # after the unset: it succeeds
+    hidden = _picked(run_cli, select[-1], machine=FOUR_A100, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    assert hidden["code"] == 4  # why it may not come alone
