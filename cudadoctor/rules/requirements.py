@@ -126,7 +126,8 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
 
     vis = visibility(f)
     every = [d for d in driver.devices if d.error is None]
-    # the environment unknown: every GPU the driver has may be visible (knowing less adds no failure)
+    # the environment unknown: every GPU the driver has may be visible; with a count that adds no failure,
+    # without one a gate cannot pass a GPU a job may see
     visible = [s.device for s in vis.selected] if vis is not None else every
     gate = _Limits(req)
     low_memory = [d for d in visible if gate.low_memory(d)]
