@@ -108,6 +108,8 @@ class ProbeOutcome:
     seconds: float
     error: str | None = None
     traceback: str | None = None
+    bound: float | None = None  # a timeout: the seconds it had (--timeout, or its own)
+    default_bound: float | None = None  # … and the seconds it gets by default, without --timeout
 
     @property
     def failed(self) -> bool:

@@ -363,6 +363,25 @@ def test_no_two_findings_contradict(facts: Facts) -> None:
         assert any(r.title in rep.verdict for r in roots), (rep.verdict, [r.code for r in roots])
 
 
+@SETTINGS
+@given(machines(), st.integers(1, 4))
+def test_the_gate_never_contradicts_itself_nor_blames_what_is_no_cause(facts: Facts, need: int) -> None:
+    """Issue 24: CD500 appears only when every requirement holds; every unmet one fails the gate; a gate
+    finding follows only from a cause that breaks what it rests on (no CD502 "follows from" CD121)."""
+    from cudadoctor.rules import BREAKS, RESTS_ON
+
+    for req in (
+        Requirements(min_free_memory=8 << 30, min_compute_capability="8.0"),
+        Requirements(require_gpus=need, min_free_memory=8 << 30, require_cudnn=True),
+    ):
+        gate = [f for f in evaluate(facts, [], req) if f.section == "Requirements"]
+        codes = {f.code for f in gate}
+        assert ("CD500" in codes) == (codes == {"CD500"}), codes
+        assert all(f.severity is Severity.ERROR for f in gate if f.code != "CD500")
+        for f in gate:
+            assert f.cause is None or BREAKS[f.cause] & RESTS_ON[f.code], (f.code, f.cause)
+
+
 def test_the_hand_written_machines_tell_one_story() -> None:
     import tests.test_rules_machines as machines_module
     from tests import facts_fixtures as fx

@@ -131,6 +131,19 @@ def diagnose(
     )
 
 
+def _needed(req: Requirements) -> set[str]:
+    """The probes a requirement cannot be judged without, even under --only: which GPUs a job sees
+    needs the environment (CUDA_VISIBLE_DEVICES) besides the driver; a bandwidth needs its measurement."""
+    needed = set()
+    if req.require_gpus is not None or req.min_free_memory is not None or req.min_compute_capability is not None:
+        needed |= {"driver", "system"}
+    if req.expect_torch_cuda is not None or req.require_cudnn:
+        needed.add("torch")
+    if req.min_h2d_gbps is not None:
+        needed.add("bandwidth")
+    return needed
+
+
 def _check_writable(path: str, option: str) -> None:
     if not path:
         fail(f"{option}: an empty path")
@@ -237,6 +250,41 @@ def emit(
         text.render(rep, text.make_console(), verbose=verbose, redact=redact)
 
 
+def _refuse_conflicts(
+    fmt: str,
+    as_json: bool,
+    from_file: str | None,
+    timeout: float | None,
+    transfer_size: int | None,
+    full: bool,
+    only: str | None,
+    skip: str | None,
+    python: str | None,
+) -> None:
+    """Options that contradict each other, or one that another makes meaningless, are a usage error:
+    silently obeying one of them prints what the user did not ask for."""
+    if as_json and fmt != "text" and fmt != "json":
+        fail(f"--json and --format {fmt} ask for two formats: give one")
+    if from_file is not None:
+        given = [
+            name
+            for name, value in (
+                ("--only", only),
+                ("--skip", skip),
+                ("--full", full),
+                ("--python", python),
+                ("--timeout", timeout),
+                ("--transfer-size", transfer_size),
+            )
+            if value
+        ]
+        if given:
+            fail(f"--from replays a saved report, which runs no probe: it does not go with {', '.join(given)}")
+    if only and full:
+        measures = ",".join(p.name for p in probes.REGISTRY if not p.default)
+        fail(f"--only picks the checks, --full adds the measurements to all: give one (--only {only},{measures})")
+
+
 def run_check(
     fmt: str,
     as_json: bool,
@@ -257,6 +305,7 @@ def run_check(
     command: str = "check",
     registry: Sequence[probes.Probe] = probes.REGISTRY,
 ) -> int:
+    _refuse_conflicts(fmt, as_json, from_file, timeout, transfer_size, full, only, skip, python)
     for option, path in (("--output", output), ("--junit", junit), ("--metrics-file", metrics_file)):
         if path is not None:
             _check_writable(path, option)
@@ -268,8 +317,6 @@ def run_check(
         fail(str(exc))
     source = None
     if from_file is not None:
-        if only or skip or full or python:
-            fail("--from replays a saved report: it does not go with --only, --skip, --full or --python")
         try:
             facts, outcomes, source = load_saved(from_file)
         except ValueError as exc:
@@ -280,11 +327,13 @@ def run_check(
             names_option("--only", only, known),
             names_option("--skip", skip, known),
             full,
-            {"bandwidth"} if req.min_h2d_gbps is not None else None,
+            _needed(req),
             registry,
         )
         if not chosen:
             fail("--only and --skip leave no probe to run")
+        if transfer_size and not any(p.name == "bandwidth" for p in chosen):
+            fail("--transfer-size sizes the bandwidth measurement, which does not run: add --full or --only bandwidth")
         if any(p.where != probes.HERE for p in chosen):
             python = _target_python(python, timeout)
         facts, outcomes = _collect_with_progress(chosen, python or sys.executable, timeout, transfer_size, registry)
@@ -325,7 +374,12 @@ def _options(fn: Any) -> Any:
                 help="Also write OpenMetrics to FILE, atomically (node_exporter's textfile collector).",
             ),
             click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output."),
-            click.option("--timeout", type=Seconds(min=0.5), metavar="SECONDS", help="One time bound for every probe."),
+            click.option(
+                "--timeout",
+                type=Seconds(min=0.5),
+                metavar="SECONDS",
+                help=f"One time bound for every probe instead of its own: {probes.bounds_text()}.",
+            ),
             click.option(
                 "--python",
                 "python",

@@ -178,6 +178,7 @@ TEMPLATES: tuple[str, ...] = (
     N_("{which} has compute capability {ccs}; {need} required"),
     N_("{which} have compute capability {ccs}; {need} required"),
     N_("{n} of {gpus} qualify; {need} required"),
+    N_("Every requirement is met: {n} of {gpus} qualify ({which}); {need} required"),
     N_("cuDNN is required: {reason}"),
     N_("Host-to-device bandwidth of {gbps} GB/s required: {why}"),
     N_("Expected a torch built for CUDA {cuda}: {what}"),
@@ -494,6 +495,44 @@ LABELS: tuple[str, ...] = (
     N_("No torch {release} build has kernels for it; torch {newer} and newer do"),
     N_("torch {release} builds with kernels for it: {names}"),
     N_("Xid {xid}: {action}"),
+    # the gate's fixes where no selection of this machine's GPUs can meet it (rules/requirements.py)
+    N_("Free memory on {which}: stop the processes that hold it, or wait for them to finish"),
+    N_("Run the job on a node with {gpus}: this one has {n}"),
+    N_("Run the job on a node with {gpus} that have {size} free: this one has {n}"),
+    N_("Run the job on a node with {gpus} that have compute capability {cc} or higher: this one has {n}"),
+    N_(
+        "Run the job on a node with {gpus} that have {size} free and compute capability {cc} or higher: "
+        "this one has {n}"
+    ),
+    # a probe that ran out of time (rules/doctor.py): what it was doing, and the likely reason
+    N_("It was importing torch and initialising CUDA in a child process"),
+    N_("It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise)"),
+    N_("It was querying the driver and every GPU through NVML"),
+    N_("It was loading libcuda and calling cuInit in a child process"),
+    N_("It was reading the OS, /dev/shm and the environment"),
+    N_("It was reading the PCI bus"),
+    N_("It was looking for the CUDA toolkit (nvcc --version)"),
+    N_("It was reading the kernel module, the device nodes and the kernel log (modinfo, dmesg)"),
+    N_("It was timing copies between host and GPU"),
+    N_("It was running the training smoke test"),
+    N_("It was compiling a tiny function with torch.compile"),
+    N_(
+        "The bound, {bound} s, is less than the {default} s this check gets by default: "
+        "it was most likely still working, not stuck"
+    ),
+    N_("NVML did not answer: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)"),
+    N_("cuInit did not return: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)"),
+    N_(
+        "Importing torch or initialising CUDA hangs: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)"
+    ),
+    N_("Importing torch hangs or is very slow (a slow or network file system, many packages)"),
+    N_("A program it ran or a file it read did not answer in time"),
+    N_(
+        "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted the bound "
+        "(a --timeout shorter than the check's own, a slow or network file system)"
+    ),
+    N_("Give it its own bound, {seconds} s"),
+    N_("One time bound for every probe instead of its own: {bounds}."),
     N_("No PyTorch release in cudadoctor's tables supports it"),
     # the most general last: the first template that matches wins
     N_("{label}: CUDA {cuda}"),

@@ -220,22 +220,35 @@ def _advice_fix(advice: Advice, label: str) -> list[Fix]:
     return out
 
 
+_NO_DRIVER_TO_HANG = (
+    "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted the bound "
+    "(a --timeout shorter than the check's own, a slow or network file system)."
+)
+
+
 def evaluate(f: Facts) -> list[Finding]:
     t = f.torch
     if t is None:
         return []
     if t.timed_out:
+        # a stuck driver is a likely reason only where a driver with a GPU is in use (or that is unknown)
+        driver = f.driver is None or (f.driver.init_status == "ok" and bool(f.driver.devices))
         return [
             TORCH_PROBE_FAILED.finding(
                 title="The torch child process did not finish in time"
                 + (" (CUDA initialisation hung)" if t.version and t.is_available is None else ""),
+                why=None if driver else f"{TORCH_PROBE_FAILED.explanation} {_NO_DRIVER_TO_HANG}",
                 fix=[
                     fix(
                         "Try it by hand and see where it stops",
                         shell.word(t.python_executable, lead=True)
                         + ' -c "import torch; print(torch.cuda.is_available())"',
                     ),
-                    fix("Look for driver errors", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"),
+                    *(
+                        [fix("Look for driver errors", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail")]
+                        if driver
+                        else []
+                    ),
                 ],
             )
         ]
