@@ -736,3 +736,96 @@ def test_launch_variables_are_checked_before_anything_waits(env, named):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("cudadoctor: ") and named in lines[0], p.stderr
     assert took < 15  # no node check, no child, no wait
+
+
+# -- `cudadoctor fleet --nproc-per-node …`: the doctor starts torchrun's launcher itself ------------------
+
+LAUNCH_ENV = {"OMP_NUM_THREADS": "1"}
+
+
+def _no_traceback(run) -> None:
+    for stream in (run.stdout, run.stderr):
+        assert "Traceback" not in stream and "ChildFailedError" not in stream, stream[-3000:]
+
+
+def test_fleet_launches_torchrun_itself_and_ends_with_the_report(run_cli):
+    pytest.importorskip("torch.distributed")
+    run = run_cli(
+        "fleet", "--nproc-per-node", "2", "--expect-gpus", "2", "--skip", SKIP, machine=MACHINE_A, env=LAUNCH_ENV
+    )
+    assert run.code == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "CD800 1 node, 2 ranks reported" in run.stdout
+    assert run.stdout.rstrip().endswith("Exit code: 0")  # the report is the last thing printed
+    _no_traceback(run)
+    assert run.stderr == ""  # neither torchrun's banner nor its OMP_NUM_THREADS notice
+
+
+def test_a_failed_gate_is_the_report_and_exit_1_without_torchruns_traceback(run_cli):
+    pytest.importorskip("torch.distributed")
+    run = run_cli(
+        "fleet", "--nproc-per-node", "2", "--expect-gpus", "2", "--skip", SKIP, machine=MACHINE_B, env=LAUNCH_ENV
+    )
+    assert run.code == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "CD802" in run.stdout and "1 of 2 GPUs" in run.stdout  # the node that shows too few GPUs
+    assert run.stdout.rstrip().endswith("Exit code: 1")
+    _no_traceback(run)
+    assert run.stderr == ""
+
+
+def test_the_workers_get_the_fleet_options_as_given_and_none_of_the_launchers():
+    from cudadoctor.commands.fleet import LAUNCH_OPTIONS, fleet, worker_args
+
+    given = ["--nnodes=1:2", "--nproc_per_node", "2", "--standalone", "--full", "-vo", "r.json", "--max-size", "2MiB"]
+    given += ["--min-busbw", "12.5", "--timeout", "7", "--skip", "torch", "--expect-gpus", "2", "--format", "junit"]
+    ctx = fleet.make_context("fleet", list(given))
+    workers = worker_args(ctx)
+    assert not any(w.startswith(option) for w in workers for option, _ in LAUNCH_OPTIONS)
+    again = fleet.make_context("fleet", list(workers)).params
+    launch = {name for _, name in LAUNCH_OPTIONS}
+    mine = {k: v for k, v in ctx.params.items() if k not in launch}
+    assert mine == {k: v for k, v in again.items() if k not in launch}
+
+
+def test_the_launcher_options_inside_a_torchrun_worker_are_one_line():
+    env = {"RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "x"}
+    p, _took = _fleet_alone(env, "--nproc-per-node", "2", "--skip", NO_PROBES)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "cudadoctor: --nproc-per-node is torchrun's option, and this is already a torchrun worker: run either"
+        " `cudadoctor fleet --nproc-per-node …` or `torchrun --nproc-per-node … -m cudadoctor fleet`"
+    ]
+    bad = _fleet_alone({}, "--nnodes", "2:1")[0]
+    assert bad.returncode == 2 and "'2:1' is not N or MIN:MAX" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
+def test_ctrl_c_on_the_launching_doctor_is_130_and_leaves_no_worker(fake_libs, tmp_path):
+    pytest.importorskip("torch.distributed")
+    tag = f"cudadoctor-fleet-test-{uuid.uuid4().hex}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", "NCCL_"))}
+    env.update(LAUNCH_ENV, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")  # gloo on the CPU, on any machine
+    env["CUDADOCTOR_FLEET_TEST"] = json.dumps({"tag": tag, "hang": {"1": "all-reduce node 1048576"}})
+    cmd = [sys.executable, "-m", "cudadoctor", "fleet", "--nproc-per-node", "2", "--full", "--max-size", "1MiB"]
+    cmd += ["--timeout", "120", "--skip", NO_PROBES]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            children = [p for p in _leftovers(tag) if b"fleet_child" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            if len(children) == 2:  # both workers are inside their bounded child: mid-run
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130, err.decode()[-2000:]
+        assert b"Traceback" not in out + err
+        end = time.monotonic() + 15  # the workers end on their launcher's death, and their children with them
+        while _leftovers(tag) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert _leftovers(tag) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill(_leftovers(tag))
