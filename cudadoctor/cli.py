@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("cudadoctor.commands.explain:explain", "The page of a finding code, with its fixes."),
     "ckpt": ("cudadoctor.commands.ckpt:ckpt", "Why torch.load fails on a checkpoint, and a fixed copy."),
     "watch": ("cudadoctor.commands.watch:watch", "Run a training command; say why its GPU idles, with fixes."),
-    "fleet": ("cudadoctor.commands.fleet:fleet", "Run under torchrun: the nodes of a job checked side by side."),
+    "fleet": ("cudadoctor.commands.fleet:fleet", "The nodes of a job checked side by side; it starts torchrun."),
     "completion": ("cudadoctor.commands.completion:completion", "Print the shell completion script."),
 }
 

@@ -133,13 +133,34 @@ def _int_keys(d: Any) -> dict[int, Any]:
 
 
 def _labels(ranks: dict[int, dict[str, Any]]) -> dict[int, tuple[str | None, str]]:
+    """node rank -> (host, label): the host's short name where that still tells the nodes apart (the
+    domain every node shares says nothing, and it costs the node table its width), "host[N]" for two
+    nodes on one host."""
     hosts: dict[int, str | None] = {}
     for info in ranks.values():
         hosts.setdefault(int(info.get("node_rank", 0)), info.get("host"))
     counts: dict[str | None, int] = {}
     for h in hosts.values():
         counts[h] = counts.get(h, 0) + 1
-    return {n: (h, h if h and counts[h] == 1 else f"{h or 'node'}[{n}]") for n, h in sorted(hosts.items())}
+    distinct = {h for h in hosts.values() if h}
+    short = {h: _short_host(h) for h in distinct}
+    if len(set(short.values())) < len(distinct):
+        short = {h: h for h in distinct}
+    return {
+        n: (h, short[h] if h and counts[h] == 1 else f"{short[h] if h else 'node'}[{n}]")
+        for n, h in sorted(hosts.items())
+    }
+
+
+def _short_host(host: str) -> str:
+    """gpu07.cluster.example.com -> gpu07; an IP address stays whole."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return host.split(".", 1)[0] or host
 
 
 def _node_report(text: str | None) -> tuple[Any, list[Any], str | None]:

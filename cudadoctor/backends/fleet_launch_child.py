@@ -32,8 +32,18 @@ def emit(result):
 
 
 def one_line(exc):
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:500]
+    text = " ".join(str(exc).split())
+    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:500]
+
+
+def rendezvous_error(exc, args):
+    """What a failed rendezvous means, in the launcher options the user gave."""
+    where = args.rdzv_endpoint or f"{args.master_addr}:{args.master_port}"
+    if type(exc).__name__ == "RendezvousTimeoutError":
+        conf = dict(kv.partition("=")[::2] for kv in (args.rdzv_conf or "").split(",") if "=" in kv)
+        seconds = conf.get("join_timeout", "600")
+        return f"not all {args.nnodes} nodes joined the rendezvous at {where} within join_timeout ({seconds} s)"
+    return f"the rendezvous at {where} failed: {one_line(exc)}"
 
 
 def quiet_logs():
@@ -64,13 +74,19 @@ def main():
         return
     quiet_logs()
     try:
-        run(parse_args(argv))
-    except ChildFailedError as exc:
-        emit({"failures": failures(exc)})
+        args = parse_args(argv)
     except SystemExit as exc:  # argparse: its usage line is already on stderr
         emit({"error": f"torchrun's options were refused (exit {exc.code})"})
-    except Exception as exc:  # the rendezvous: a timeout, a refused endpoint, a closed run
-        emit({"error": one_line(exc)})
+        return
+    try:
+        run(args)
+    except ChildFailedError as exc:
+        emit({"failures": failures(exc)})
+    except Exception as exc:
+        if "Rendezvous" in type(exc).__name__:  # a timeout, a refused endpoint, a closed run
+            emit({"error": rendezvous_error(exc, args)})
+        else:
+            emit({"error": one_line(exc)})
     else:
         emit({"failures": {}})
 
