@@ -885,3 +885,41 @@ def test_ctrl_c_on_the_launching_doctor_is_130_and_leaves_no_worker(fake_libs, t
             proc.kill()
             proc.wait()
         _kill(_leftovers(tag))
+
+
+def test_a_narrow_terminal_cuts_the_versions_before_the_node_and_its_status():
+    import io
+
+    from rich.console import Console
+
+    from cudadoctor.facts import DriverFacts, Facts, NvmlDevice
+    from cudadoctor.render import text
+    from cudadoctor.report import Severity, build
+    from cudadoctor.rules.fleet import evaluate
+
+    ff = _ff(3, 8)
+    for node in ff.nodes:
+        node.label = f"dgx-h100-sxm5-rack12-row07-node034{node.node_rank}"
+        gpus = [NvmlDevice(index=i, name="NVIDIA H100 80GB HBM3") for i in range(8)]
+        node.facts = Facts(
+            driver=DriverFacts(
+                binding="nvidia-ml-py",
+                library_loaded=True,
+                init_status="ok",
+                driver_version="550.54.14",
+                cuda_driver_version=12040,
+                device_count=8,
+                devices=gpus,
+            )
+        )
+    buf = io.StringIO()  # no encoding: ASCII, where a cut cell ends in "..."
+    console = Console(file=buf, width=60, force_terminal=True, color_system=None, highlight=False, soft_wrap=True)
+    text.render(build("fleet", ff, [], evaluate(ff), Severity.ERROR), console, verbose=False, redact=False)
+    lines = buf.getvalue().splitlines()
+    assert all(display_width(line) <= 60 for line in lines)
+    start = next(i for i, line in enumerate(lines) if "CD800" in line)
+    assert lines[start + 1].split() == ["Node", "GPUs", "Driver", "Check"]
+    for n in range(3):  # the end of the name tells the nodes apart: it stays, as does the status
+        node, *_, status = lines[start + 2 + n].split()
+        assert node.startswith("...") and node.endswith(f"rack12-row07-node034{n}") and status == "healthy"
+    assert lines[start + 5].strip() == "In every row: Ranks 8, CUDA 12.4, torch 2.13.0+cu130"

@@ -18,32 +18,32 @@ def display_width(text: str) -> int:
     return sum(char_width(c) for c in text)
 
 
-def cut(text: str, width: int) -> str:
-    """At most `width` columns, with an ellipsis when shortened."""
+def cut(text: str, width: int, ellipsis: str = "…") -> str:
+    """At most `width` columns, with an ellipsis when shortened ("..." where the output lacks "…")."""
     if display_width(text) <= width:
         return text
     out, used = [], 0
     for ch in text:
         w = char_width(ch)
-        if used + w > width - 1:
+        if used + w > width - len(ellipsis):
             break
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    return "".join(out) + ellipsis
 
 
-def cut_left(text: str, width: int) -> str:
+def cut_left(text: str, width: int, ellipsis: str = "…") -> str:
     """At most `width` columns, keeping the end (of a path) behind an ellipsis."""
     if display_width(text) <= width:
         return text
     out, used = [], 0
     for ch in reversed(text):
         w = char_width(ch)
-        if used + w > width - 1:
+        if used + w > width - len(ellipsis):
             break
         out.append(ch)
         used += w
-    return "…" + "".join(reversed(out))
+    return ellipsis + "".join(reversed(out))
 
 
 def pad(text: str, width: int, right: bool = False) -> str:
@@ -149,7 +149,7 @@ def table_lines(table: Table, width: int) -> list[str]:
     return fit_table(table, width)[0]
 
 
-def fit_table(table: Table, width: int) -> tuple[list[str], list[tuple[str, str | None]]]:
+def fit_table(table: Table, width: int, ellipsis: str = "…") -> tuple[list[str], list[tuple[str, str | None]]]:
     """Header and rows in aligned columns within `width`, and the columns left out: (header, the value
     every row holds, or None where the rows differ). What matters least goes first: columns marked "?"
     (those whose rows all hold one value first, then the last first), then the widest unmarked column is
@@ -188,6 +188,6 @@ def fit_table(table: Table, width: int) -> tuple[list[str], list[tuple[str, str 
         parts = []
         for i in shown:
             shorten = cut_left if "<" in marks[i] and cells is not header else cut
-            parts.append(pad(shorten(cells[i], widths[i]), widths[i], ">" in marks[i]))
+            parts.append(pad(shorten(cells[i], widths[i], ellipsis), widths[i], ">" in marks[i]))
         out.append((" " * gap).join(parts).rstrip())
     return out, sorted(left_out, key=lambda c: header.index(c[0]))

@@ -110,7 +110,9 @@ def _finding(w: _Writer, f: Finding) -> None:
     for ln in lines[1:]:
         w.line(" " * (2 + display_width(head)) + ln)
     for table in f.tables:
-        lines, left_out = fit_table(table, w.width - 8)
+        # cut cells end in "..." where "…" cannot be written: three columns, so the layout counts them
+        ellipsis = "…" if not w.ascii_only or can_encode("…", w.console.file) else "..."
+        lines, left_out = fit_table(table, w.width - 8, ellipsis)
         for ln in lines:
             w.line("        " + ln)
         _left_out(w, left_out)
