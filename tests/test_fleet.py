@@ -794,8 +794,10 @@ def _no_traceback(run) -> None:
 
 def test_fleet_launches_torchrun_itself_and_ends_with_the_report(run_cli):
     pytest.importorskip("torch.distributed")
+    # what Kubeflow's PyTorchJob sets on every pod: the launcher gives its workers their own
+    pod = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
     run = run_cli(
-        "fleet", "--nproc-per-node", "2", "--expect-gpus", "2", "--skip", SKIP, machine=MACHINE_A, env=LAUNCH_ENV
+        "fleet", "--nproc-per-node", "2", "--expect-gpus", "2", "--skip", SKIP, machine=MACHINE_A, env=LAUNCH_ENV | pod
     )
     assert run.code == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "CD800 1 node, 2 ranks reported" in run.stdout
@@ -831,7 +833,7 @@ def test_the_workers_get_the_fleet_options_as_given_and_none_of_the_launchers():
 
 
 def test_the_launcher_options_inside_a_torchrun_worker_are_one_line():
-    env = {"RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "x"}
+    env = {"RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "x"}  # as torchrun starts a worker
     p, _took = _fleet_alone(env, "--nproc-per-node", "2", "--skip", NO_PROBES)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == [

@@ -246,6 +246,10 @@ def worker_args(ctx: click.Context) -> list[str]:
             out += [flag] if value else []
         elif value is not None:
             out.append(f"{flag}={_option_text(value)}")
+    if ctx.find_root().get_parameter_source("lang") is click.core.ParameterSource.COMMANDLINE:
+        from cudadoctor.locale import current
+
+        out.append(f"--lang={current()}")  # the group's option: the report is in the language asked for
     return out
 
 
@@ -318,7 +322,8 @@ def run_launcher(launch: dict[str, Any], workers: list[str], **o: Any) -> int:
 
     from cudadoctor.backends import fleet as backend
 
-    if "TORCHELASTIC_RUN_ID" in os.environ or "RANK" in os.environ:
+    # torchrun marks its workers so; RANK alone is no sign (Kubeflow's PyTorchJob sets it on every pod)
+    if "TORCHELASTIC_RUN_ID" in os.environ:
         given = next(option for option, name in LAUNCH_OPTIONS if launch.get(name) not in (None, False))
         fail(
             _(
