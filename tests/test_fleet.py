@@ -821,7 +821,7 @@ def test_a_failed_gate_is_the_report_and_exit_1_without_torchruns_traceback(run_
 def test_the_workers_get_the_fleet_options_as_given_and_none_of_the_launchers():
     from cudadoctor.commands.fleet import LAUNCH_OPTIONS, fleet, worker_args
 
-    given = ["--nnodes=1:2", "--nproc_per_node", "2", "--standalone", "--full", "-vo", "r.json", "--max-size", "2MiB"]
+    given = ["--nnodes=1:2", "--nproc-per-node", "2", "--standalone", "--full", "-vo", "r.json", "--max-size", "2MiB"]
     given += ["--min-busbw", "12.5", "--timeout", "7", "--skip", "torch", "--expect-gpus", "2", "--format", "junit"]
     ctx = fleet.make_context("fleet", list(given))
     workers = worker_args(ctx)

@@ -548,21 +548,18 @@ def _nproc_option(ctx: click.Context, param: click.Parameter, value: str | None)
 @click.option("--nnodes", callback=_nnodes_option, metavar="N|MIN:MAX", help="torchrun: how many nodes join.")
 @click.option(
     "--nproc-per-node",
-    "--nproc_per_node",
     callback=_nproc_option,
     metavar="G",
     help="torchrun: ranks on this node, one per GPU (or auto, gpu, cpu).",
 )
-@click.option("--rdzv-backend", "--rdzv_backend", metavar="NAME", help="torchrun: the rendezvous (c10d, static).")
-@click.option("--rdzv-endpoint", "--rdzv_endpoint", metavar="HOST:PORT", help="torchrun: where the nodes meet.")
-@click.option("--rdzv-id", "--rdzv_id", metavar="ID", help="torchrun: the job's rendezvous id.")
-@click.option("--rdzv-conf", "--rdzv_conf", metavar="K=V,…", help="torchrun: rendezvous settings (join_timeout=…).")
+@click.option("--rdzv-backend", metavar="NAME", help="torchrun: the rendezvous (c10d, static).")
+@click.option("--rdzv-endpoint", metavar="HOST:PORT", help="torchrun: where the nodes meet.")
+@click.option("--rdzv-id", metavar="ID", help="torchrun: the job's rendezvous id.")
+@click.option("--rdzv-conf", metavar="K=V,…", help="torchrun: rendezvous settings (join_timeout=…).")
 @click.option("--standalone", is_flag=True, help="torchrun: one node, on a free local port.")
-@click.option("--node-rank", "--node_rank", type=click.IntRange(min=0), metavar="R", help="torchrun: static rank.")
-@click.option("--master-addr", "--master_addr", metavar="HOST", help="torchrun: node rank 0's address (static).")
-@click.option(
-    "--master-port", "--master_port", type=click.IntRange(1, 65535), metavar="PORT", help="torchrun: its port (static)."
-)
+@click.option("--node-rank", type=click.IntRange(min=0), metavar="R", help="torchrun: static rank.")
+@click.option("--master-addr", metavar="HOST", help="torchrun: node rank 0's address (static).")
+@click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT", help="torchrun: its port (static).")
 def fleet(**options: Any) -> None:
     """Check the nodes of a job side by side: torchrun's launcher, then the report.
 
