@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ckpt": ("cudadoctor.commands.ckpt:ckpt", "Why torch.load fails on a checkpoint, and a fixed copy."),
     "fit": ("cudadoctor.commands.fit:fit", "Will a model fit: its memory by precision against each GPU's free memory."),
     "watch": ("cudadoctor.commands.watch:watch", "Run a training command; say why its GPU idles, with fixes."),
-    "fleet": ("cudadoctor.commands.fleet:fleet", "Run under torchrun: the nodes of a job checked side by side."),
+    "fleet": ("cudadoctor.commands.fleet:fleet", "The nodes of a job checked side by side; it starts torchrun."),
     "mcp": ("cudadoctor.commands.mcp:mcp", "Serve the doctor to coding agents (Model Context Protocol, stdio)."),
     "completion": ("cudadoctor.commands.completion:completion", "Print the shell completion script."),
 }

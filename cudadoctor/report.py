@@ -78,9 +78,13 @@ class Fix:
     commands: list[str] = field(default_factory=list)
 
 
+COLUMN_MARKS = "<>!?"  # right-aligned, cut from the left, identifies the row, may be left out
+
+
 @dataclass
 class Table:
-    """Details as data; renderers lay it out (terminal width, Markdown, JSON arrays)."""
+    """Details as data; renderers lay it out (terminal width, Markdown, JSON arrays). A column's header
+    may end in layout marks (COLUMN_MARKS, render/layout.py), which no renderer shows."""
 
     columns: list[str]
     rows: list[list[str]] = field(default_factory=list)

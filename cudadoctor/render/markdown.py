@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from cudadoctor.locale import _
+from cudadoctor.render.layout import column_name
 from cudadoctor.rules.catalogue import SECTIONS
 
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}
@@ -16,7 +17,7 @@ def _cell(value: object) -> str:
 
 
 def _table(table: dict) -> list[str]:
-    cols = [c.rstrip("<>") for c in table["columns"]]
+    cols = [column_name(c) for c in table["columns"]]
     align = ["---:" if c.endswith(">") else "---" for c in table["columns"]]
     rows = [f"  | {' | '.join(_cell(x) for x in row)} |" for row in table["rows"]]
     return [f"  | {' | '.join(cols)} |", f"  |{'|'.join(align)}|", *rows]
