@@ -19,6 +19,7 @@ from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.torch_build import CUDNN_SHADOWED
 
 SECTION = "CUDA libraries"
+COMPILE_SECTION = "torch.compile"  # a --full check of its own, not a library
 
 STACK = entry(
     "CD218",
@@ -110,7 +111,7 @@ COMPILE_OK = entry(
     "CD226",
     "torch-compile-ok",
     Severity.OK,
-    SECTION,
+    COMPILE_SECTION,
     "torch.compile works",
     """A tiny function was compiled with torch.compile (inductor) and gave the eager result.""",
 )
@@ -118,7 +119,7 @@ COMPILE_FAILED = entry(
     "CD227",
     "torch-compile-fails",
     Severity.WARNING,
-    SECTION,
+    COMPILE_SECTION,
     "torch.compile fails in this environment",
     """torch.compile's inductor backend generates C++ (CPU) or Triton (GPU) code and compiles it at run
     time: it needs a C++ compiler (g++/clang++, or MSVC `cl` on Windows: "Compiler: cl is not found",
@@ -129,7 +130,7 @@ COMPILE_INCOMPLETE = entry(
     "CD228",
     "torch-compile-probe-incomplete",
     Severity.WARNING,
-    SECTION,
+    COMPILE_SECTION,
     "The torch.compile check did not finish",
     """Compiling a tiny function took longer than the probe's time bound, or the child process died. A
     cold inductor cache makes the first compile slow (tens of seconds on a small machine); a hang usually

