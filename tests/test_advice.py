@@ -74,3 +74,30 @@ def test_the_torch_compile_check_has_a_section_of_its_own(tmp_path):
     md = p.stdout
     assert md.index("### torch.compile") < md.index("**CD226**")
     assert "### CUDA libraries" not in md[: md.index("**CD226**")].rsplit("###", 1)[-1]
+
+
+def test_python_given_an_environment_directory_uses_its_interpreter(tmp_path):
+    """`check --python SOME_VENV_DIR` said "Permission denied"; a venv or conda directory now means its
+    interpreter, and a directory with none gets one line that says what to pass."""
+    import subprocess
+    import venv
+
+    env = tmp_path / "env"
+    venv.EnvBuilder(with_pip=False).create(env)
+
+    def doctor(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "cudadoctor", *args], capture_output=True, text=True, timeout=120)
+
+    p = doctor("check", "--only", "torch", "--json", "--python", str(env))
+    assert "Permission denied" not in p.stdout + p.stderr
+    report = json.loads(p.stdout)
+    assert report["facts"]["torch"]["python_executable"] == str(env / "bin" / "python")
+    assert [f["code"] for f in report["findings"]] == ["CD201"]  # this venv has no torch: that, and only that
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = doctor("check", "--only", "torch", "--python", str(empty))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"cudadoctor: --python {empty}: no Python interpreter in this directory; pass one, like {empty}/bin/python"
+    ]
