@@ -101,3 +101,31 @@ def test_python_given_an_environment_directory_uses_its_interpreter(tmp_path):
     assert p.stderr.strip().splitlines() == [
         f"cudadoctor: --python {empty}: no Python interpreter in this directory; pass one, like {empty}/bin/python"
     ]
+
+
+FOUR_A100 = "driver 550.54.14\ncuda 12040\n" + "".join(
+    f'device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85520809984 used=1073741824 util=0 temp=35 gen=4/4 '
+    f"width=16/16\n"
+    for _ in range(4)
+)
+
+
+def test_only_torch_never_recommends_the_cpu_build_on_a_gpu_machine(run_cli, tmp_path):
+    """`check --python VENV/bin/python --only torch` on four A100s said "Install the build that fits this
+    machine: … /whl/cpu": with the driver and PCI checks skipped, whether there is a GPU is unknown, so no
+    install command is given; the full check gives the CUDA build for this driver."""
+    import venv
+
+    env = tmp_path / "bare"
+    venv.EnvBuilder(with_pip=False).create(env)
+    python = str(env / "bin" / "python")
+    r = run_cli("check", "--python", python, "--only", "torch", "--json", machine=FOUR_A100)
+    (cd201,) = [f for f in r.json["findings"] if f["code"] == "CD201"]
+    commands = [c for x in cd201["fix"] for c in x["commands"]]
+    assert not any("pip install" in c for c in commands), commands
+    assert "whether it has an NVIDIA GPU is not known" in cd201["fix"][0]["when"]
+    r = run_cli("check", "--python", python, "--json", machine=FOUR_A100)
+    (cd201,) = [f for f in r.json["findings"] if f["code"] == "CD201"]
+    install = cd201["fix"][0]["commands"]
+    assert install and install[-1].startswith(f"{python} -m pip install torch==")
+    assert "/whl/cu12" in install[-1]  # driver 550 runs CUDA 12.4: a cu12x build, never cpu

@@ -1,7 +1,8 @@
 """The house rules for verdicts, held on random machines (hypothesis):
 
 - knowing less never adds a problem: forgetting any facts (None = unknown) never adds an error or a
-  warning, other than the doctor's findings about itself;
+  warning, other than the doctor's findings about itself; nor does it change an install command into
+  another one (a fix needs what it is computed from, or prints no command);
 - one story: no two findings contradict each other, and a finding that follows from a root cause
   points at it while the verdict names the root cause.
 """
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 
@@ -262,7 +264,19 @@ def _optional(cls: type, name: str) -> bool:
 
 # Fields whose None states a fact, not ignorance: a GPU whose error is None answered its queries, so
 # "forgetting" a lost GPU's error would make it a working one (and its link a known one).
-STATED_BY_NONE = {("NvmlDevice", "error")}
+# The same for what the backends read from files: a companion the child found no distribution of
+# (torchvision None: not installed), and what an environment's files lack (no INSTALLER record, no conda
+# pytorch package, no frontend in conda-meta/history, no project or manifest beside the venv).
+STATED_BY_NONE = {
+    ("NvmlDevice", "error"),
+    ("TorchFacts", "torchvision"),
+    ("TorchFacts", "torchaudio"),
+    ("EnvironmentManager", "torch_installer"),
+    ("EnvironmentManager", "conda_torch_package"),
+    ("EnvironmentManager", "conda_frontend"),
+    ("EnvironmentManager", "project"),
+    ("EnvironmentManager", "manifest"),
+}
 
 
 def forget(facts: Facts, draw: st.DrawFn) -> Facts:
@@ -313,6 +327,23 @@ SETTINGS = settings(
 def test_knowing_less_never_adds_a_problem(facts: Facts, data: st.DataObject) -> None:
     less = forget(facts, data.draw)
     assert problems(less) <= problems(facts)
+
+
+# A command that installs Python packages, in any installer's terms.
+INSTALL = re.compile(r"\b(?:pip|conda|mamba|micromamba|pixi|poetry) (?:install|add)\b|\buv (?:pip install|sync)\b")
+
+
+def install_commands(facts: Facts) -> set[str]:
+    return {c for f in evaluate(facts, []) for x in f.fix for c in x.commands if INSTALL.search(c)}
+
+
+@SETTINGS
+@given(machines(), st.data())
+def test_knowing_less_never_changes_an_install_command(facts: Facts, data: st.DataObject) -> None:
+    """Issue 24: `--only torch` (driver and PCI unknown) on four A100s recommended the CPU build. Every
+    install command printed when less is known is one printed when more is known, or there is none."""
+    less = forget(facts, data.draw)
+    assert install_commands(less) <= install_commands(facts)
 
 
 @SETTINGS

@@ -67,6 +67,7 @@ class Advice:
     version: str | None  # the torch version to install
     commands: list[str] = field(default_factory=list)
     note: str = ""  # why this one, or why none fits
+    unknown: list[str] = field(default_factory=list)  # what it needs and the facts do not say: then no commands
     driver_upgrade: str | None = None  # "580.65.06" when a newer driver would allow a newer variant
     upgrade_label: str | None = None  # how to get that driver on this OS
     upgrade_commands: list[str] = field(default_factory=list)
@@ -235,7 +236,10 @@ def conda_forge_commands(f: Facts, variant: wheels.Variant | None = None) -> lis
     tool = (m.conda_frontend if m else None) or "conda"
     where = f" -p {shell.word(m.prefix)}" if m and m.prefix else ""
     if variant is None:
-        variant = advise(f).variant
+        advice = advise(f)
+        if advice.unknown:
+            return []  # without its CUDA spec it would be another command than the one knowing more gives
+        variant = advice.variant
     t = f.torch
     extra = [p for p in ("torchvision", "torchaudio") if t is not None and getattr(t, p)]
     cmds = []
@@ -352,9 +356,56 @@ def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
     return f"Upgrade the NVIDIA driver to {need} or newer ({family})", cmds
 
 
+def unknown_inputs(f: Facts) -> list[str]:
+    """What the torch install for this machine depends on and the facts do not say (a probe skipped with
+    --only, a paste, an older report). A command computed without it would be a guess that knowing it
+    could turn into another command: knowing less must never change a fix, so then there is none."""
+    missing = []
+    s = f.system
+    if s is None or not s.os or not s.machine:
+        missing.append("the OS and CPU architecture")
+    drv = driver_view(f)
+    if drv.cuda is None or drv.version is None:
+        missing.append("the NVIDIA driver's version")
+    if not _capabilities_known(f):
+        missing.append("each GPU's compute capability")
+    return missing + environment_unknowns(f)
+
+
+def _capabilities_known(f: Facts) -> bool:
+    """The compute capability of every GPU that answers (NVML's list, else torch's)."""
+    if f.driver is not None and f.driver.devices:
+        answering = [d for d in f.driver.devices if d.error is None]
+        return bool(answering) and all(d.compute_capability for d in answering)
+    if f.torch is not None and f.torch.devices:
+        return all(d.capability for d in f.torch.devices)
+    return False
+
+
+def environment_unknowns(f: Facts) -> list[str]:
+    """What a command for the target environment needs: the interpreter's torch and what manages it."""
+    t = f.torch
+    if t is None:
+        return ["the target Python environment"]
+    missing = []
+    if t.installed is None or (t.installed and not t.version):
+        missing.append("the installed torch version")
+    m = manager(f)
+    if m is None or not m.prefix:
+        return [*missing, "what manages the environment (pip, uv, conda, pixi, poetry)"]
+    if installer(f) in ("conda", "pixi") and m.conda_torch_packages is None:
+        missing.append("the conda environment's packages")
+    if m.kind == "uv" and m.uv_project is None:
+        missing.append("whether the venv belongs to a uv project")
+    return missing
+
+
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
 # inside a release, full driver compatibility before minor-version compatibility, then the newest CUDA.
 def advise(f: Facts) -> Advice:
+    missing = unknown_inputs(f)
+    if missing:
+        return Advice(None, None, note="which torch build fits is not known here", unknown=missing)
     drv = driver_view(f)
     ccs = [cc for _, cc in gpu_capabilities(f)]
     machine = f.system.machine if f.system else None

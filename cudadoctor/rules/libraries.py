@@ -495,21 +495,29 @@ def _conda(f: Facts, lf: LibraryFacts) -> list[Finding]:
     tool = m.conda_frontend or "conda"
     if m.cpuonly:
         names = " ".join(x.split()[0] for x in m.cpuonly)
-        if install_advice.installer(f) == "conda":
+        label = "Remove the CPU pins, then install a CUDA build"
+        install = install_advice.advise(f).commands
+        if not install:  # removing the pins alone would leave no torch
+            steps, label = [], f"{label}: which one fits is not known here; run every check to see it"
+        elif install_advice.installer(f) == "conda":
             steps = install_advice.conda_forge_commands(f)  # its remove takes the pins with it
         else:
-            steps = [f"{tool} remove -p {shell.word(m.prefix)} -y {names}", *install_advice.advise(f).commands]
+            steps = [f"{tool} remove -p {shell.word(m.prefix or '')} -y {names}", *install]
         out.append(
             CONDA_CPU.finding(
                 title=f"{' and '.join(m.cpuonly)} installed in {m.prefix}",
-                fix=[fix("Remove the CPU pins, then install a CUDA build", *steps)],
+                fix=[fix(label, *steps)],
             )
         )
     if m.pytorch_channel:
         out.append(
             CONDA_CHANNEL.finding(
                 title=f"torch in {m.prefix} comes from the pytorch conda channel, which has no release after 2.5",
-                fix=[fix("Move to conda-forge's pytorch-gpu", *install_advice.conda_forge_commands(f))],
+                fix=[
+                    fix("Move to conda-forge's pytorch-gpu", *steps)
+                    if (steps := install_advice.conda_forge_commands(f))
+                    else fix("Move to conda-forge's pytorch-gpu: which build fits is not known here; run every check")
+                ],
                 tables=[Table(["Evidence"], [[e] for e in m.pytorch_channel])],
             )
         )
