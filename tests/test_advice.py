@@ -129,3 +129,49 @@ def test_only_torch_never_recommends_the_cpu_build_on_a_gpu_machine(run_cli, tmp
     install = cd201["fix"][0]["commands"]
     assert install and install[-1].startswith(f"{python} -m pip install torch==")
     assert "/whl/cu12" in install[-1]  # driver 550 runs CUDA 12.4: a cu12x build, never cpu
+
+
+def externally_managed_python(root: Path) -> Path:
+    """A system-like interpreter (no venv) whose stdlib carries PEP 668's EXTERNALLY-MANAGED marker, as
+    Debian's /usr/bin/python3 does: this interpreter run with PYTHONHOME on a copy of its stdlib made of
+    links, with no site-packages (so no torch), and the marker added."""
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths(vars={"base": sys.base_prefix, "installed_base": sys.base_prefix})["stdlib"])
+    lib = root / "lib" / stdlib.name
+    lib.mkdir(parents=True)
+    for entry in stdlib.iterdir():
+        if entry.name not in ("site-packages", "EXTERNALLY-MANAGED"):
+            (lib / entry.name).symlink_to(entry)
+    (lib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use a venv\n")
+    python = root / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(f'#!/bin/sh\nPYTHONHOME={root} exec {sys._base_executable} "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
+def test_an_externally_managed_python_gets_its_install_through_a_venv(run_cli, tmp_path):
+    """`check --python /usr/bin/python3` on Debian (PEP 668): the `pip install` fix failed with
+    `externally-managed-environment`. The install now makes a venv from that Python and installs there."""
+    python = externally_managed_python(tmp_path / "usr")
+    r = run_cli("check", "--python", str(python), "--json", machine=H100_HEALTHY)
+    manager = r.json["facts"]["torch"]["libraries"]["manager"]
+    assert manager["kind"] == "system" and manager["externally_managed"] is True
+    (cd201,) = [f for f in r.json["findings"] if f["code"] == "CD201"]
+    install = cd201["fix"][0]
+    assert install["commands"][-2:] == [
+        f"{python} -m venv ~/venvs/torch",
+        install["commands"][-1],
+    ]
+    assert install["commands"][-1].startswith("~/venvs/torch/bin/python -m pip install torch==")
+    assert not any(c.startswith(f"{python} -m pip install") for c in install["commands"])
+    assert "externally managed (PEP 668)" in install["when"]
+    # a venv made from the same Python is not externally managed: pip installs into it directly
+    import venv
+
+    env = tmp_path / "env"
+    venv.EnvBuilder(with_pip=False).create(env)
+    r = run_cli("check", "--python", str(env / "bin" / "python"), "--json", machine=H100_HEALTHY)
+    (cd201,) = [f for f in r.json["findings"] if f["code"] == "CD201"]
+    assert cd201["fix"][0]["commands"][-1].startswith(f"{env / 'bin' / 'python'} -m pip install torch==")

@@ -124,6 +124,8 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         ]
     if kind == "uv-project" and m is not None and m.project:
         return [f"uv sync --project {shell.word(m.project)} --upgrade-package torch"]
+    if m is not None and m.externally_managed and kind in ("pip", "uv"):
+        return _into_new_venv(f, kind, pkgs, variant)
     cmds = []
     if kind in ("uv", "uv-project"):
         # --torch-backend is explicit: `auto` looks at the driver only, never at the GPU's architecture
@@ -137,6 +139,45 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         cmds.append(f"{pip} uninstall -y {' '.join(names)}")
     cmds.append(f"{pip} install {' '.join(pkgs)} --index-url {variant.index_url}")
     return cmds
+
+
+# Where the install goes when the target Python is externally managed (PEP 668): a venv made from it.
+NEW_VENV = "~/venvs/torch"
+_DEBIAN_FAMILY = ("debian", "ubuntu", "linuxmint", "pop", "raspbian", "kali")
+
+
+def cpu_install(f: Facts) -> list[str]:
+    """The CPU build, for a machine with no NVIDIA GPU: into a new venv where the target Python is
+    externally managed, else with the target's pip."""
+    if externally_managed(f):
+        return _into_new_venv(f, "pip", ["torch"], wheels.Variant("", "cpu", ()))
+    cpu = wheels.INDEX_URL.format(variant="cpu")
+    return [f"{_py(f)} -m pip install torch --index-url {cpu}"]
+
+
+def _into_new_venv(f: Facts, kind: str, pkgs: list[str], variant: wheels.Variant) -> list[str]:
+    """pip (and uv) refuse to install into an externally managed Python (`externally-managed-environment`):
+    create a venv from it, then install there. Its interpreter is the one to run torch with afterwards."""
+    if kind == "uv":
+        return [
+            f"uv venv --python {_py(f, lead=False)} {NEW_VENV}",
+            f"uv pip install --python {NEW_VENV} {' '.join(pkgs)} --torch-backend={variant.name}",
+        ]
+    cmds = []
+    os_id = f.system.os_id if f.system is not None else None
+    if f.torch is not None and f.torch.ensurepip is False and os_id in _DEBIAN_FAMILY:
+        cmds.append("sudo apt install python3-venv")  # Debian's Python makes venvs without pip otherwise
+    return [
+        *cmds,
+        f"{_py(f)} -m venv {NEW_VENV}",
+        f"{NEW_VENV}/bin/python -m pip install {' '.join(pkgs)} --index-url {variant.index_url}",
+    ]
+
+
+def externally_managed(f: Facts) -> bool:
+    """The install goes into a new venv: the target is externally managed and pip or uv would install."""
+    m = manager(f)
+    return bool(m is not None and m.externally_managed and installer(f) in ("pip", "uv"))
 
 
 # --- what manages the environment -------------------------------------------------------------------
@@ -393,10 +434,10 @@ def environment_unknowns(f: Facts) -> list[str]:
     m = manager(f)
     if m is None or not m.prefix:
         return [*missing, "what manages the environment (pip, uv, conda, pixi, poetry)"]
-    if installer(f) in ("conda", "pixi") and m.conda_torch_packages is None:
-        missing.append("the conda environment's packages")
     if m.kind == "uv" and m.uv_project is None:
         missing.append("whether the venv belongs to a uv project")
+    if m.kind == "system" and m.externally_managed is None:  # a venv never is (PEP 668)
+        missing.append("whether pip may install into this Python (PEP 668)")
     return missing
 
 
@@ -448,6 +489,11 @@ def advise(f: Facts) -> Advice:
                 note=f"torch {version} {v.name}: {why}",
                 driver_upgrade=upgrade if rel != release else None,
             )
+            if externally_managed(f):
+                advice.note += (
+                    f"; {f.torch.python_executable if f.torch else 'this Python'} is externally managed "
+                    f"(PEP 668): pip installs into a new venv, {NEW_VENV}"
+                )
             if installer(f) in ("conda", "pixi"):
                 advice.note = (
                     f"conda-forge pytorch-gpu, {conda_cuda_spec(f, v)}: the CUDA this driver runs, "

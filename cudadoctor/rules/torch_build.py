@@ -15,8 +15,10 @@ from cudadoctor.rules.install_advice import (
     Advice,
     advise,
     arch_reason,
+    cpu_install,
     driver_upgrade_fix,
     driver_view,
+    externally_managed,
     gpu_capabilities,
 )
 
@@ -207,8 +209,9 @@ def _install_fix(f: Facts, t: TorchFacts) -> list[Fix]:
         return [fix(f"{label}: whether it has an NVIDIA GPU is not known; run every check to see it")]
     if present:
         return _advice_fix(advise(f), label)[:1]
-    cpu = wheels.INDEX_URL.format(variant="cpu")
-    return [fix(label, shell.word(t.python_executable, lead=True) + f" -m pip install torch --index-url {cpu}")]
+    if externally_managed(f):
+        label += f" ({t.python_executable} is externally managed (PEP 668): pip installs into a new venv)"
+    return [fix(label, *cpu_install(f))]
 
 
 def _lower_first(text: str) -> str:
