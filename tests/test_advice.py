@@ -103,11 +103,8 @@ def test_python_given_an_environment_directory_uses_its_interpreter(tmp_path):
     ]
 
 
-FOUR_A100 = "driver 550.54.14\ncuda 12040\n" + "".join(
-    f'device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85520809984 used=1073741824 util=0 temp=35 gen=4/4 '
-    f"width=16/16\n"
-    for _ in range(4)
-)
+A100 = 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85520809984 used=1073741824 gen=4/4 width=16/16\n'
+FOUR_A100 = "driver 550.54.14\ncuda 12040\n" + A100 * 4
 
 
 def test_only_torch_never_recommends_the_cpu_build_on_a_gpu_machine(run_cli, tmp_path):
