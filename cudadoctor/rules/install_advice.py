@@ -433,11 +433,11 @@ def environment_unknowns(f: Facts) -> list[str]:
         missing.append("the installed torch version")
     m = manager(f)
     if m is None or not m.prefix:
-        return [*missing, "what manages the environment (pip, uv, conda, pixi, poetry)"]
+        return [*missing, "which installer manages the environment"]
     if m.kind == "uv" and m.uv_project is None:
         missing.append("whether the venv belongs to a uv project")
     if m.kind == "system" and m.externally_managed is None:  # a venv never is (PEP 668)
-        missing.append("whether pip may install into this Python (PEP 668)")
+        missing.append("whether pip may install into this Python")
     return missing
 
 

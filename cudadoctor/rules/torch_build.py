@@ -235,7 +235,7 @@ def _advice_fix(advice: Advice, label: str) -> list[Fix]:
         )
     if not out and advice.unknown:
         # no command rather than a guess: `check` with every probe learns what is missing
-        unknown = ", ".join(advice.unknown)
+        unknown = "; ".join(advice.unknown)
         out.append(fix(f"{label}: which build fits is not known ({unknown}); run every check to see it"))
     elif not out:
         out.append(fix(f"{advice.note}: see https://pytorch.org/get-started/previous-versions/"))
