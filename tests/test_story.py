@@ -241,6 +241,8 @@ LIBRARIES = [
         stale_toolkits=["/usr/local/cuda-11.8/lib64=11.8"],
         manager=EnvironmentManager(kind="conda", prefix="/opt/conda", cpuonly=["cpuonly 2.0"]),
     ),
+    # a system Python (no venv), PEP 668's marker in its stdlib: installs go through a new venv
+    LibraryFacts(manager=EnvironmentManager(kind="system", prefix="/usr", externally_managed=True)),
 ]
 # Below torch: the kernel module, the container, the kernel log.
 PLATFORMS = [

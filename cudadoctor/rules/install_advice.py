@@ -149,6 +149,8 @@ _DEBIAN_FAMILY = ("debian", "ubuntu", "linuxmint", "pop", "raspbian", "kali")
 def cpu_install(f: Facts) -> list[str]:
     """The CPU build, for a machine with no NVIDIA GPU: into a new venv where the target Python is
     externally managed, else with the target's pip."""
+    if environment_unknowns(f):
+        return []  # pip may refuse this Python, or another installer manage it: no guess
     if externally_managed(f):
         return _into_new_venv(f, "pip", ["torch"], wheels.Variant("", "cpu", ()))
     cpu = wheels.INDEX_URL.format(variant="cpu")
@@ -161,7 +163,7 @@ def _into_new_venv(f: Facts, kind: str, pkgs: list[str], variant: wheels.Variant
     if kind == "uv":
         return [
             f"uv venv --python {_py(f, lead=False)} {NEW_VENV}",
-            f"uv pip install --python {NEW_VENV} {' '.join(pkgs)} --torch-backend={variant.name}",
+            f"uv pip install --python {NEW_VENV}/bin/python {' '.join(pkgs)} --torch-backend={variant.name}",
         ]
     cmds = []
     os_id = f.system.os_id if f.system is not None else None
@@ -172,6 +174,13 @@ def _into_new_venv(f: Facts, kind: str, pkgs: list[str], variant: wheels.Variant
         f"{_py(f)} -m venv {NEW_VENV}",
         f"{NEW_VENV}/bin/python -m pip install {' '.join(pkgs)} --index-url {variant.index_url}",
     ]
+
+
+def _pep668_unknown(f: Facts) -> bool:
+    """A Python that is no venv, whose stdlib was not looked at for the PEP 668 marker (a venv never is
+    externally managed)."""
+    m = manager(f)
+    return m is not None and m.kind == "system" and m.externally_managed is None
 
 
 def externally_managed(f: Facts) -> bool:
@@ -436,7 +445,7 @@ def environment_unknowns(f: Facts) -> list[str]:
         return [*missing, "which installer manages the environment"]
     if m.kind == "uv" and m.uv_project is None:
         missing.append("whether the venv belongs to a uv project")
-    if m.kind == "system" and m.externally_managed is None:  # a venv never is (PEP 668)
+    if _pep668_unknown(f):
         missing.append("whether pip may install into this Python")
     return missing
 

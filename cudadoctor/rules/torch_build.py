@@ -18,6 +18,7 @@ from cudadoctor.rules.install_advice import (
     cpu_install,
     driver_upgrade_fix,
     driver_view,
+    environment_unknowns,
     externally_managed,
     gpu_capabilities,
 )
@@ -209,9 +210,13 @@ def _install_fix(f: Facts, t: TorchFacts) -> list[Fix]:
         return [fix(f"{label}: whether it has an NVIDIA GPU is not known; run every check to see it")]
     if present:
         return _advice_fix(advise(f), label)[:1]
+    cmds = cpu_install(f)
+    if not cmds:
+        unknown = "; ".join(environment_unknowns(f))
+        return [fix(f"{label}: which build fits is not known ({unknown}); run every check to see it")]
     if externally_managed(f):
         label += f" ({t.python_executable} is externally managed (PEP 668): pip installs into a new venv)"
-    return [fix(label, *cpu_install(f))]
+    return [fix(label, *cmds)]
 
 
 def _lower_first(text: str) -> str:
