@@ -304,7 +304,10 @@ def forget(facts: Facts, draw: st.DrawFn) -> Facts:
 
 # Codes that tell one state with more or less detail: knowing less may turn the specific one into the
 # general one ("no NVIDIA GPU on the bus" into "no NVIDIA driver" once the PCI scan is unknown).
-SAME_STATE = {"CD108": "CD101", "CD109": "CD101"}
+# Likewise "no current torch build has kernels for this GPU" (CD206) is "this build has none" (CD205) once
+# the CPU architecture is unknown: which builds exist, and so whether a current one covers the GPU, differs
+# between x86_64 and aarch64.
+SAME_STATE = {"CD108": "CD101", "CD109": "CD101", "CD206": "CD205"}
 
 
 def problems(facts: Facts, req: Requirements | None = None) -> set[str]:
