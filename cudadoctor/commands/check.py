@@ -165,7 +165,7 @@ def _write(path: str, text: str) -> None:
 
 
 def _target_python(python: str | None, timeout: float | None) -> str:
-    from cudadoctor.backends.torchenv import check_interpreter
+    from cudadoctor.backends.torchenv import ENV_INTERPRETERS, check_interpreter, interpreter_in
 
     if python is None:
         return sys.executable
@@ -174,6 +174,12 @@ def _target_python(python: str | None, timeout: float | None) -> str:
     resolved = shutil.which(python) or python
     if not os.path.exists(resolved):
         fail(f"--python {python}: no such file")
+    if os.path.isdir(resolved):  # a venv or conda environment: its interpreter
+        found = interpreter_in(resolved)
+        if found is None:
+            like = os.path.join(python, *ENV_INTERPRETERS[2 if sys.platform == "win32" else 0].split("/"))
+            fail(f"--python {python}: no Python interpreter in this directory; pass one, like {like}")
+        resolved = found
     problem = check_interpreter(resolved, timeout=min(timeout or 15.0, 15.0))
     if problem:
         fail(f"--python {python}: {problem}", code=EXIT_INCOMPLETE if problem.failed else EXIT_USAGE)

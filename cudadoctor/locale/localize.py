@@ -110,7 +110,7 @@ def finding(f: Finding) -> Finding:
         f,
         title=title(f.code, f.title),
         why=why(f.code, f.why),
-        fix=[Fix(when=label(x.when), commands=list(x.commands)) for x in f.fix],
+        fix=[Fix(when=label(x.when), commands=list(x.commands), lang=x.lang) for x in f.fix],
         tables=[Table([column(c) for c in t.columns], t.rows) for t in f.tables],
     )
 

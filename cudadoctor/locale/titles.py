@@ -369,6 +369,24 @@ LABELS: tuple[str, ...] = (
     N_("torch {version} {variant}: fits this driver and every GPU"),
     N_("torch {version} {variant}: no build of torch {release} fits this driver and these GPUs as well"),
     N_("runs through PTX JIT only"),
+    # no install command while what it is computed from is unknown (rules/install_advice.unknown_inputs)
+    N_("{label}: which build fits is not known ({unknown}); run every check to see it"),
+    N_(
+        "Install the build that fits this machine: whether it has an NVIDIA GPU is not known; run every check to see it"
+    ),
+    N_("Remove the CPU pins, then install a CUDA build: which one fits is not known here; run every check to see it"),
+    N_("Install the build that fits this machine"),
+    N_("the OS and CPU architecture"),
+    N_("the NVIDIA driver's version"),
+    N_("each GPU's compute capability"),
+    N_("the target Python environment"),
+    N_("the installed torch version"),
+    N_("which installer manages the environment"),
+    N_("whether the venv belongs to a uv project"),
+    N_("whether pip may install into this Python"),
+    # PEP 668: the install goes into a new venv
+    N_("{python} is externally managed (PEP 668): pip installs into a new venv, {venv}"),
+    N_("{python} is externally managed (PEP 668): pip installs into a new venv"),
     # parts of titles (rules/toolkit.py)
     N_("nvcc {version} at {path}"),
     N_("CUDA {version} at {path}"),
@@ -553,7 +571,9 @@ _CLASSES = {
     **{name: "[^;]+?" for name in _ONE_PART},
 }
 # values shown as the rule wrote them: error messages, commands, paths and names are never translated
-VERBATIM = frozenset({"error", "commands", "message", "path", "directory", "library", "dll", "symbol", "prefix", "url"})
+VERBATIM = frozenset(
+    {"error", "commands", "message", "path", "directory", "library", "dll", "symbol", "prefix", "url", "python", "venv"}
+)
 # a label, never a whole title: "{label} ({note})" would match any title ending in brackets
 _GENERIC = frozenset(LABELS[-4:])
 

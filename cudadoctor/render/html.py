@@ -9,6 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from cudadoctor.render.layout import column_name
+
 # severity -> (badge background, label); white text on these hues reads on any theme
 _BADGE = {
     "error": ("#c62828", "error"),
@@ -40,9 +42,9 @@ def _badge(severity: str) -> str:
 def _table(table: dict[str, Any]) -> str:
     # a column name ending in ">" is right-aligned (numbers), as every renderer reads it
     columns = [str(c) for c in table.get("columns") or []]
-    align = ["right" if c.endswith(">") else "left" for c in columns]
+    align = ["right" if ">" in c[len(column_name(c)) :] else "left" for c in columns]
     cells = zip(columns, align, strict=True)
-    head = "".join(f'<th style="text-align:{a};padding:1px 8px">{_e(c.rstrip("<>"))}</th>' for c, a in cells)
+    head = "".join(f'<th style="text-align:{a};padding:1px 8px">{_e(column_name(c))}</th>' for c, a in cells)
     rows = "".join(
         "<tr>"
         + "".join(

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 from cudadoctor.locale import _
+from cudadoctor.render import fix_heading
 from cudadoctor.render.layout import column_name
+from cudadoctor.report import language
 from cudadoctor.rules.catalogue import SECTIONS
 
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}
@@ -64,8 +66,9 @@ def render(data: dict) -> str:
             if f["severity"] != "ok" and f["why"]:
                 lines.append(f"  - {f['why']}")
             for rem in f["fix"]:
-                lines.append("  - " + _("Fix — {when}:").format(when=rem["when"]))
-                lines += ["", "    ```sh", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
+                lang = rem.get("lang") or language(rem["commands"])  # a report saved before fixes said
+                lines.append("  - " + fix_heading(rem["when"], lang))
+                lines += ["", f"    ```{lang}", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
         lines.append("")
     lines += [
         "<details><summary>Facts (JSON)</summary>",

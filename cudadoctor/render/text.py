@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cudadoctor.locale import _
+from cudadoctor.render import fix_heading
 from cudadoctor.render.layout import display_width, fit_table, wrap
 from cudadoctor.render.printable import printable
 from cudadoctor.report import Finding, Report, Severity, Status
@@ -123,7 +124,7 @@ def _finding(w: _Writer, f: Finding) -> None:
     if f.why:
         w.para(f.why, 6, "dim")
     for rem in f.fix:
-        w.para(_("Fix — {when}:").format(when=rem.when), 6, "bold", hang=2)
+        w.para(fix_heading(rem.when, rem.lang), 6, "bold", hang=2)
         for cmd in rem.commands:
             w.line(f"          {cmd}", command=True)  # commands are never wrapped: they must paste as they are
 

@@ -383,11 +383,8 @@ def _gpu_lost_fix(index: int | None) -> list[Fix]:
     target = f" -i {index}" if index is not None else ""
     return [
         fix("Read the Xid error that caused it", "sudo dmesg -T | grep -i xid | tail -5"),
-        fix(
-            "Reset the GPU (no process may be using it), or reboot",
-            f"sudo nvidia-smi --gpu-reset{target}",
-            "sudo reboot",
-        ),
+        fix("Reset the GPU (no process may be using it)", f"sudo nvidia-smi --gpu-reset{target}"),
+        fix("Or reboot (it resets every GPU)", "sudo reboot"),  # an alternative, never a next step
     ]
 
 
@@ -489,12 +486,15 @@ def _library_not_found(f: Facts) -> Finding:
     s, pci = f.system, f.pci
     if s is not None and s.os == "Darwin":
         return MACOS.finding(
-            fix=[
+            fix=[  # a shell line and a Python line: two fixes, each labelled by what it is
                 fix(
-                    "Use the Apple GPU through MPS in PyTorch",
+                    "See whether PyTorch can use the Apple GPU (MPS)",
                     'python -c "import torch; print(torch.backends.mps.is_available())"',
+                ),
+                fix(
+                    "Use it in your code",
                     "device = torch.device('mps' if torch.backends.mps.is_available() else 'cpu')",
-                )
+                ),
             ]
         )
     if wsl.root_cause(f) == "CD112":
