@@ -160,6 +160,6 @@ def triage(file: str | None, fmt: str, as_json: bool, redact: bool, verbose: boo
 
     Reads FILE, or stdin when FILE is - or missing. Facts the paste does not show stay unknown; the
     report ends with the commands to ask for. --format markdown is a reply ready to post.
-    Exit codes as for check; 2 when the text has nothing to diagnose.
+    Exit codes as for check: 0 healthy, 1 problems, 2 nothing to diagnose, 3 not enough to tell.
     """
     run_command(run_triage, file, fmt, as_json, redact, verbose)

@@ -68,6 +68,8 @@ def from_jsonable(tp: Any, data: Any, where: str = "$") -> Any:
         hints, fields = _shape(tp)
         kwargs = {}
         for f in fields:
+            if f.name in data and data[f.name] is None and _collection(hints[f.name], f):
+                continue  # `null` means unknown (docs/json.md); a list or mapping nothing is known of is empty
             if f.name in data:
                 kwargs[f.name] = from_jsonable(hints[f.name], data[f.name], f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -85,6 +87,11 @@ def from_jsonable(tp: Any, data: Any, where: str = "$") -> Any:
             raise FormatError(f"{where}: expected {tp.__name__}, got {type(data).__name__}")
         return data
     raise FormatError(f"{where}: cannot read type {tp!r}")
+
+
+def _collection(tp: Any, f: dataclasses.Field) -> bool:
+    """A list or dict field that cannot hold None but has an empty default: what `null` reads as."""
+    return typing.get_origin(tp) in (list, dict) and f.default_factory is not dataclasses.MISSING
 
 
 # A report is a few hundred KB; anything this deep or large is not one of ours.

@@ -82,5 +82,10 @@ def entry(
     return e
 
 
+def named(thing: str, value: object) -> str:
+    """ "torch 2.5.1", or "torch" alone where the value is unknown: a title never shows None."""
+    return thing if value is None or value == "" else f"{thing} {value}"
+
+
 def fix(when: str, *commands: str) -> Fix:
     return Fix(when=when, commands=list(commands))
