@@ -46,8 +46,11 @@ def render(data: dict) -> str:
         lines += [
             "| | |",
             "|---|---|",
-            f"| OS | {system.get('os_release') or system.get('os')} ({system.get('machine') or 'unknown'}) |",
-            f"| Python | {system.get('python_version') or 'unknown'} `{system.get('python_executable') or '?'}` |",
+            f"| OS | {system.get('os_release') or system.get('os') or 'unknown'} "
+            f"({system.get('machine') or 'unknown'}) |",
+            f"| Python | {system.get('python_version') or 'unknown'}"
+            + (f" `{system['python_executable']}`" if system.get("python_executable") else "")
+            + " |",
             f"| Host | {system.get('hostname') or 'unknown'} |",
             "",
         ]
