@@ -308,3 +308,31 @@ def test_no_example_machine_shows_none(runner, tmp_path):
             r = runner.invoke(cli, ["check", "--from", str(path), "--format", fmt])
             assert r.exit_code != EXIT_USAGE, (i, r.output)
             assert not _shows_none(r.output), (i, fmt, _shows_none(r.output))
+
+
+def test_from_never_turns_a_null_list_into_a_finding(runner, tmp_path):
+    """An empty list would state a fact: null GPUs on the bus are not "no NVIDIA GPU" (CD108), and a
+    null process list on a GPU whose memory is in use is not "memory held by hidden processes" (CD147)."""
+    saved = json.loads((ROOT / "tests" / "fixtures" / "real_gpu_report.json").read_text())
+    saved["facts"]["pci"]["nvidia_gpus"] = []
+    saved["facts"]["driver"] = {"binding": "nvidia-ml-py", "library_loaded": False, "init_status": "LIBRARY_NOT_FOUND"}
+    saved["facts"]["platform"] = saved["facts"]["system"]["in_container"] = None  # a host, not a container
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(saved))
+
+    def codes() -> set[str]:
+        data = json.loads(runner.invoke(cli, ["check", "--from", str(path), "--json"]).output)
+        return {f["code"] for f in data["findings"]}
+
+    assert "CD108" in codes()  # an empty bus, read: no GPU
+    saved["facts"]["pci"]["nvidia_gpus"] = None
+    path.write_text(json.dumps(saved))
+    assert "CD108" not in codes()  # a bus whose GPUs are unknown
+    saved = json.loads((ROOT / "tests" / "fixtures" / "real_gpu_report.json").read_text())
+    gpu = saved["facts"]["driver"]["devices"][0]
+    gpu["memory_used"], gpu["processes"], gpu["unsupported"] = 20 << 30, [], {}
+    path.write_text(json.dumps(saved))
+    assert "CD147" in codes()  # 20 GiB in use and no process: a hidden one
+    gpu["processes"] = None
+    path.write_text(json.dumps(saved))
+    assert "CD147" not in codes()
