@@ -177,8 +177,7 @@ def _link(f: Facts) -> list[Finding]:
             out.append(
                 LINK_DOWN.finding(
                     title=f"GPU {d.index}{f' ({d.name})' if d.name else ''} PCIe link x{d.pcie_width_current} of "
-                    f"x{d.pcie_width_max}"
-                    + (f" (Gen{d.pcie_gen_current} of Gen{d.pcie_gen_max})" if gens else ""),
+                    f"x{d.pcie_width_max}" + (f" (Gen{d.pcie_gen_current} of Gen{d.pcie_gen_max})" if gens else ""),
                     fix=[
                         fix(
                             "Compare with the link under load, then reseat the card or check the slot and BIOS",
