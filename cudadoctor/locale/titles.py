@@ -228,6 +228,7 @@ TEMPLATES: tuple[str, ...] = (
     N_("Saved on {saved}, but only {gpus} visible here (cuda:0–cuda:{last})"),
     N_("Saved on {saved}, but no GPU is visible here"),
     N_("A training checkpoint: the model's weights are in [{key}], beside {kinds}"),
+    N_("The model's weights are in [{key}], beside {kinds}"),
     N_("torch.load(weights_only=True) will refuse this checkpoint: {globals} not allow-listed"),
     N_(
         "torch.load(weights_only=True) will refuse this checkpoint: {globals} not allow-listed (torch {version} "

@@ -477,8 +477,13 @@ def _format(f: CkptFacts) -> list[Finding]:
         cmd = _fix_cmd(f, "")
         if cmd is None:
             return [LEGACY.finding()]
-        label = "Rewrite it in the zip format (runs the pickle: only for files you trust)" if _trusting(f) else None
-        return [LEGACY.finding(fix=[fix(label or "Rewrite it in the zip format", cmd)])]
+        if _trusting(f):
+            return [
+                LEGACY.finding(
+                    fix=[fix("Rewrite it in the zip format (runs the pickle: only for files you trust)", cmd)]
+                )
+            ]
+        return [LEGACY.finding(fix=[fix("Rewrite it in the zip format", cmd)])]
     return []
 
 
@@ -675,8 +680,9 @@ def _audit(f: CkptFacts) -> list[Finding]:
         )
     load = _load_lines(f, "ckpt") or []
     if _unlocated(f):
-        label = f"You trust the file: allow exactly these globals ({YOUR_SCRIPT}: the script that defines them)"
-        fixes.append(fix(label, *load))
+        fixes.append(
+            fix("You trust the file: allow exactly these globals (YOUR_SCRIPT: the script defining them)", *load)
+        )
     else:
         fixes.append(fix("You trust the file: allow exactly these globals", *load))
     cmd = _fix_cmd(f, " --state-dict-only")
