@@ -146,6 +146,11 @@ def test_a_class_of_an_unknown_script_is_named_not_guessed(run_cli, project, tmp
     assert not any(ln.startswith("cudadoctor ckpt fix") for ln in fix_lines(f))
     assert "from YOUR_SCRIPT import Net" in fix_lines(f)
     run_fixes(r.json, run_cli, cwd=project, given=MODEL, placeholders={"YOUR_SCRIPT": "train"})
+    # asked anyway, `ckpt fix --trust` says why it cannot, in one line, rather than a pickle traceback
+    r = run_cli("ckpt", "fix", str(path), "--out", str(alone / "w.pt"), "--state-dict-only", "--trust")
+    assert r.code == 2 and not (alone / "w.pt").exists()
+    assert r.stderr.startswith("cudadoctor: whole_model.pt holds Net, a class of the script that saved it")
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_weights_beside_a_config_are_not_a_training_checkpoint(run_cli, project):
@@ -221,3 +226,23 @@ def test_fix_format_means_the_report_format(run_cli, project, tmp_path):
     assert r.stderr.strip() == "cudadoctor: --report json is deprecated: use --format json"
     helptext = run_cli("ckpt", "fix", "--help").stdout
     assert "--out-format [torch|safetensors]" in helptext and "--format [text|json|markdown]" in helptext
+
+
+def test_saved_on_a_gpu_with_a_namespace_loads_one_way(run_cli, project, tmp_path):
+    """CD610's map_location advice and CD620's safe_globals are one snippet, not two that each fail."""
+    from tests.test_ckpt import cuda_tagged
+
+    path = tmp_path / "gpu_train.pt"
+    with torch.serialization.safe_globals([__import__("argparse").Namespace]):
+        obj = torch.load(project / "train.pt", weights_only=True)
+    cuda_tagged(path, obj, ["cuda:0"])
+    _, data = inspect(run_cli, path)
+    f = by_code(data)
+    assert {"CD610", "CD620", "CD625"} <= set(f)
+    snippet = f["CD610"]["fix"][0]["commands"]
+    assert snippet[-2:] == [
+        "with torch.serialization.safe_globals([Namespace]):",
+        f"    state = torch.load({str(path)!r}, map_location=device)",
+    ]
+    assert f["CD610"]["fix"][1]["commands"][0].endswith("--to cpu --state-dict-only --trust")
+    run_fixes(data, run_cli, cwd=project, given=MODEL)

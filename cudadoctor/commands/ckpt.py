@@ -325,6 +325,16 @@ def run_fix(
                 " pass --trust only if you trust its source"
             ).format(name=name, shown=shown)
         )
+    found = facts.main_definitions or {}
+    lost = [g[9:] for g in unsafe if g.startswith("__main__.") and g[9:] not in found]
+    if lost and trust:
+        # pickle looks these up in the __main__ of whoever loads the file: without their script, none can
+        fail(
+            _(
+                "{name} holds {cls}, a class of the script that saved it (__main__), and no .py file beside it"
+                " or in the current directory defines it: run this where that script is"
+            ).format(name=name, cls=lost[0])
+        )
     if out_format == "safetensors" and not state_dict_only:
         kinds = {c.kind for c in facts.contents or []}
         if facts.state_dict_key != "" or kinds - {"state dict", "tensor"}:

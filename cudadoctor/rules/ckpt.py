@@ -480,7 +480,11 @@ def _format(f: CkptFacts) -> list[Finding]:
         if _trusting(f):
             return [
                 LEGACY.finding(
-                    fix=[fix("Rewrite it in the zip format (runs the pickle: only for files you trust)", cmd)]
+                    fix=[
+                        fix(
+                            "Write the weights alone in the zip format (runs the pickle: only for files you trust)", cmd
+                        )
+                    ]
                 )
             ]
         return [LEGACY.finding(fix=[fix("Rewrite it in the zip format", cmd)])]
@@ -530,11 +534,17 @@ def _trusting(f: CkptFacts) -> bool:
 
 def _fix_cmd(f: CkptFacts, flags: str) -> str | None:
     """The `ckpt fix` line, with --trust where it refuses the file without it; None where it cannot
-    succeed: a file never to load, or a class of the saving script nowhere to be found."""
+    succeed: a file never to load, or a class of the saving script nowhere to be found. A copy of a file
+    that needs --trust is the weights alone (--state-dict-only): with the objects weights_only=True
+    refuses, the copy would not load as a user loads it, and `fix` says it did not verify."""
     if _never_load(f) or _unlocated(f):
         return None
+    trust = ""
+    if _trusting(f):
+        if f.state_dict_key is None:
+            return None
+        trust = " --trust" if "--state-dict-only" in flags else " --state-dict-only --trust"
     base = f.path.rsplit(".", 1)[0] if "." in f.path.rsplit("/", 1)[-1] else f.path
-    trust = " --trust" if _trusting(f) else ""
     return f"cudadoctor ckpt fix {_sh(f.path)} --out {_sh(base + '.fixed.pt')}{flags}{trust}"
 
 
@@ -735,7 +745,11 @@ def _devices(f: CkptFacts) -> list[Finding]:
         if anywhere:
             fixes.append(fix("Pick the device once, and load onto it (runs on GPU and CPU machines)", *anywhere))
         cmd = _fix_cmd(f, " --to cpu")
-        if cmd:
+        if cmd and _trusting(f):
+            fixes.append(
+                fix("Or write the weights alone to a CPU copy (runs the pickle: only for files you trust)", cmd)
+            )
+        elif cmd:
             fixes.append(fix("Or write a CPU copy that loads anywhere without map_location", cmd))
         return [
             NO_CUDA_HERE.finding(
@@ -829,7 +843,7 @@ def _prefix_finding(f: CkptFacts, prefixes: list[str], with_model: bool) -> Find
         )
     cmd = _fix_cmd(f, " --strip-prefix")
     if cmd and _trusting(f):
-        fixes.append(fix("Or write a stripped copy once (runs the pickle: only for files you trust)", cmd))
+        fixes.append(fix("Or write the weights alone, stripped (runs the pickle: only for files you trust)", cmd))
     elif cmd:
         fixes.append(fix("Or write a stripped copy once", cmd))
     return entry_.finding(
