@@ -381,7 +381,9 @@ def test_safetensors_shared_tensors_fix(tmp_path):
     out = tmp_path / "tied.safetensors"
     code, text, err = run("fix", str(src), "--out", str(out), "--out-format", "safetensors")
     assert code == EXIT_USAGE and "--state-dict-only" in err  # a training dict is not a tensor map
-    code, text, err = run("fix", str(src), "--out", str(out), "--out-format", "safetensors", "--state-dict-only", "--json")
+    code, text, err = run(
+        "fix", str(src), "--out", str(out), "--out-format", "safetensors", "--state-dict-only", "--json"
+    )
     assert code == EXIT_OK, text + err
     fixed = json.loads(text)["facts"]["fix"]
     assert fixed["copied_shared"] == ["head.weight = embed.weight"] and fixed["verified"] is True
