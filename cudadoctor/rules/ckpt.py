@@ -569,13 +569,13 @@ def _imports(f: CkptFacts, names: list[str]) -> tuple[list[str], list[str]]:
         if module == "__main__":
             where = found.get(attr)
             if where:
-                folder, script = where.rsplit("/", 1)
+                folder, script = _script(where)
                 if "import sys" not in head:
                     head.insert(0, "import sys")
                 path_line = f"sys.path.insert(0, {_py(folder)})"
                 if path_line not in imports:
                     imports.insert(0, path_line)
-                imports.append(f"from {script[:-3]} import {attr}")
+                imports.append(f"from {script} import {attr}")
             else:
                 imports.append(f"from {YOUR_SCRIPT} import {attr}")
             exprs.append(f"({attr}, {n!r})")
@@ -599,6 +599,12 @@ def _load_lines(f: CkptFacts, var: str, map_location: str = "'cpu'", before: tup
         return ["import torch", *before, load]
     imports, exprs = _imports(f, names)
     return [*imports, *before, f"with torch.serialization.safe_globals([{', '.join(exprs)}]):", "    " + load]
+
+
+def _script(path: str) -> tuple[str, str]:
+    """(folder, module name) of a .py file's path, with either separator."""
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return path[:cut], path[cut + 1 :].removesuffix(".py")
 
 
 def _entry_kind(f: CkptFacts) -> str | None:
@@ -714,7 +720,7 @@ def _note(f: CkptFacts, name: str) -> str:
     if not name.startswith("__main__."):
         return ""
     where = (f.main_definitions or {}).get(name[9:])
-    return f"defined in {where.rsplit('/', 1)[-1]}" if where else "defined in no .py file here"
+    return f"defined in {_script(where)[1]}.py" if where else "defined in no .py file here"
 
 
 # --------------------------------------------------------------------------------------------- devices
