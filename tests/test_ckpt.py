@@ -379,9 +379,11 @@ def test_safetensors_shared_tensors_fix(tmp_path):
     sd = Tied().state_dict()
     torch.save({"model": sd, "step": 1}, src)
     out = tmp_path / "tied.safetensors"
-    code, text, err = run("fix", str(src), "--out", str(out), "--format", "safetensors")
+    code, text, err = run("fix", str(src), "--out", str(out), "--out-format", "safetensors")
     assert code == EXIT_USAGE and "--state-dict-only" in err  # a training dict is not a tensor map
-    code, text, err = run("fix", str(src), "--out", str(out), "--format", "safetensors", "--state-dict-only", "--json")
+    code, text, err = run(
+        "fix", str(src), "--out", str(out), "--out-format", "safetensors", "--state-dict-only", "--json"
+    )
     assert code == EXIT_OK, text + err
     fixed = json.loads(text)["facts"]["fix"]
     assert fixed["copied_shared"] == ["head.weight = embed.weight"] and fixed["verified"] is True
@@ -599,7 +601,7 @@ def test_failed_fix_leaves_nothing_behind(tmp_path):
     src = tmp_path / "c.pt"
     torch.save({"z": torch.zeros(2, dtype=torch.complex128)}, src)  # no safetensors dtype for it
     out = tmp_path / "c.safetensors"
-    code, text, _ = run("fix", str(src), "--out", str(out), "--format", "safetensors", "--report", "json")
+    code, text, _ = run("fix", str(src), "--out", str(out), "--out-format", "safetensors", "--format", "json")
     assert code == EXIT_PROBLEMS
     assert "CD646" in codes(json.loads(text)) and not out.exists()
 
@@ -631,7 +633,7 @@ def test_fix_with_trust_extracts_weights_from_a_custom_class_checkpoint(tmp_path
     model = Net()
     torch.save({"model": model.state_dict(), "config": TrainConfig(lr=0.5)}, src)
     kept = tmp_path / "kept.pt"
-    code, text, _ = run("fix", str(src), "--out", str(kept), "--trust", "--report", "json")
+    code, text, _ = run("fix", str(src), "--out", str(kept), "--trust", "--format", "json")
     assert code == EXIT_PROBLEMS  # the copy still needs TrainConfig: said, not hidden
     assert "add --state-dict-only" in json.loads(text)["facts"]["fix"]["verify_error"]
     out = tmp_path / "weights.pt"

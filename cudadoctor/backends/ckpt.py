@@ -1147,6 +1147,46 @@ def _dcp_tensors(root: Any, facts: CkptFacts) -> None:
     facts.prefixes = detect_prefixes(facts.state_dict_keys)
 
 
+# ----------------------------------------------------------------------- classes pickled from __main__
+
+MAIN_SCAN_FILES = 200  # .py files read per directory
+MAIN_SCAN_BYTES = 1 << 20  # of each
+
+
+def locate_main_definitions(names: list[str], dirs: list[str]) -> dict[str, str]:
+    """Where the classes a pickle names as `__main__.X` are defined: {X: path of the .py file}.
+
+    torch.save(model) run from a script pickles the script's classes as `__main__.X`; loading needs X
+    importable again. The script usually sits beside the checkpoint or in the current directory: each
+    directory's *.py files (bounded in number and size) are searched for a top-level `class X` or
+    `def X`, first directory first. Text only: nothing is imported or run."""
+    wanted = [n.partition(".")[2] for n in names if n.startswith("__main__.") and n.count(".") == 1]
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    for d in dirs:
+        d = os.path.abspath(d)
+        if d in seen:
+            continue
+        seen.add(d)
+        try:
+            files = sorted(n for n in os.listdir(d) if n.endswith(".py") and n[:-3].isidentifier())
+        except OSError:
+            continue
+        for n in files[:MAIN_SCAN_FILES]:
+            missing = [w for w in wanted if w not in found]
+            if not missing:
+                return found
+            try:
+                with open(os.path.join(d, n), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read(MAIN_SCAN_BYTES)
+            except OSError:
+                continue
+            for w in missing:
+                if re.search(rf"^(?:class|def)\s+{re.escape(w)}\b", text, re.MULTILINE):
+                    found[w] = os.path.join(d, n)
+    return found
+
+
 # ---------------------------------------------------------------------------------- the torch child
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt_child.py")
@@ -1168,6 +1208,7 @@ def _request(facts: CkptFacts, action: str, **extra: Any) -> dict:
         "prefixes": facts.prefixes or [],
         "index_file": facts.index_file,
         "shards": facts.shards,
+        "main_definitions": facts.main_definitions or {},
         "cwd": os.getcwd(),
         **extra,
     }

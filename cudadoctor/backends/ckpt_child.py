@@ -77,9 +77,25 @@ def read_safetensors(torch, path):
     return out
 
 
+def provide_main(definitions):
+    """Make the classes the pickle names as `__main__.X` (the saving script's) findable by pickle here:
+    import each from the .py file the doctor found it in, and set it on this process's __main__. Only
+    under --trust: importing a script runs its top-level code."""
+    main = sys.modules["__main__"]
+    for name, path in sorted(definitions.items()):
+        if hasattr(main, name):
+            continue
+        folder, module = os.path.split(os.path.splitext(path)[0])
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        setattr(main, name, getattr(importlib.import_module(module), name))
+
+
 def load(torch, req, meta):
     """The checkpoint object, loaded as safely as the request allows."""
     path, fmt = req["path"], req["format"]
+    if req.get("trust") and req.get("main_definitions"):
+        provide_main(req["main_definitions"])
     if fmt == "safetensors":
         return read_safetensors(torch, path)
     if fmt == "hf-index":
@@ -202,6 +218,7 @@ def inspect(torch, req, out):
             out["weights_only_ok"] = False
             out["weights_only_error"] = first_line(exc)
             if req.get("trust"):
+                provide_main(req.get("main_definitions") or {})
                 obj = torch.load(req["path"], map_location="meta", weights_only=False)
         if obj is not None:
             out["loaded_tensor_count"] = count_tensors(torch, obj)

@@ -14,7 +14,8 @@ import click
 from cudadoctor.cli import Seconds, echo, fail, run_command
 from cudadoctor.locale import N_, _
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown")  # --format: the report's format, as in every command
+OUT_FORMATS = ("torch", "safetensors")  # fix --out-format: the copy's
 CHILD_FORMATS = ("torch-zip", "torch-legacy")  # a test load and the devices usable here need torch
 FIXABLE = ("torch-zip", "torch-legacy", "safetensors", "hf-index")
 _NOT_FIXABLE = {
@@ -81,28 +82,61 @@ def inspect(path: str, model: str | None, **options: Any) -> None:
 @click.option("--strip-prefix", is_flag=True, help="Strip 'module.' / '_orig_mod.' from the state dict's keys.")
 @click.option("--state-dict-only", is_flag=True, help="Write only the model's state dict from a training checkpoint.")
 @click.option(
-    "--format",
+    "--out-format",
     "out_format",
-    type=click.Choice(["torch", "safetensors"]),
+    type=click.Choice(OUT_FORMATS),
     default="torch",
     show_default=True,
     help="Format of the copy (safetensors holds named tensors only).",
 )
-@click.option("--report", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
+@click.option(
+    "--format",
+    "fmt",
+    # torch/safetensors: the copy's format as `fix --format` named it before --out-format (deprecated)
+    type=click.Choice([*FORMATS, *OUT_FORMATS]),
+    metavar="[" + "|".join(FORMATS) + "]",
+    default="text",
+    show_default=True,
+    help="Report format.",
+)
+@click.option("--report", "old_report", type=click.Choice(FORMATS), hidden=True)  # before --format (deprecated)
 @_common
 def fix(
-    path: str, out: str, to: str, strip_prefix: bool, state_dict_only: bool, out_format: str, **options: Any
+    path: str,
+    out: str,
+    to: str,
+    strip_prefix: bool,
+    state_dict_only: bool,
+    out_format: str,
+    fmt: str,
+    old_report: str | None,
+    **options: Any,
 ) -> None:
     """Write a fixed copy of PATH to NEW: storages on the CPU, prefixes stripped, the state dict alone,
     or safetensors. PATH is never changed; NEW must not exist."""
-    run_command(run_fix, path, out, to, strip_prefix, state_dict_only, out_format, **options)
+    fmt, out_format = _old_spellings(fmt, out_format, old_report)
+    run_command(run_fix, path, out, to, strip_prefix, state_dict_only, out_format, fmt=fmt, **options)
+
+
+def _old_spellings(fmt: str, out_format: str, old_report: str | None) -> tuple[str, str]:
+    """`--format` is the report format in every command; `fix` once used it for the copy's format and
+    --report for the report's. Both old spellings still work, with a one-line note on stderr."""
+    if fmt in OUT_FORMATS:
+        note = _("--format {value} is deprecated for the copy's format: use --out-format {value}").format(value=fmt)
+        echo(f"cudadoctor: {note}", err=True)
+        fmt, out_format = "text", fmt
+    if old_report is not None:
+        note = _("--report {value} is deprecated: use --format {value}").format(value=old_report)
+        echo(f"cudadoctor: {note}", err=True)
+        fmt = old_report
+    return fmt, out_format
 
 
 # ---------------------------------------------------------------------------------------------- bodies
 
 
 def _prepare(path: str, python: str | None, timeout: float | None, trust: bool) -> tuple[Any, str]:
-    from cudadoctor.backends.ckpt import InputError, inspect_path
+    from cudadoctor.backends.ckpt import InputError, inspect_path, locate_main_definitions
     from cudadoctor.commands.check import _target_python
 
     if not path:
@@ -112,6 +146,10 @@ def _prepare(path: str, python: str | None, timeout: float | None, trust: bool) 
     except InputError as exc:
         fail(str(exc))
     facts.trust = trust
+    if any(g.startswith("__main__.") for g in facts.unsafe_globals or []):
+        # classes of the script that saved it: the snippets import them from where they are defined
+        here = [os.path.dirname(facts.path), os.getcwd()]
+        facts.main_definitions = locate_main_definitions(facts.unsafe_globals or [], here)
     return facts, _target_python(python, timeout)
 
 
@@ -291,6 +329,16 @@ def run_fix(
                 "reading {name} needs globals torch does not allow by default ({shown});"
                 " pass --trust only if you trust its source"
             ).format(name=name, shown=shown)
+        )
+    found = facts.main_definitions or {}
+    lost = [g[9:] for g in unsafe if g.startswith("__main__.") and g[9:] not in found]
+    if lost and trust:
+        # pickle looks these up in the __main__ of whoever loads the file: without their script, none can
+        fail(
+            _(
+                "{name} holds {cls}, a class of the script that saved it (__main__), and no .py file beside it"
+                " or in the current directory defines it: run this where that script is"
+            ).format(name=name, cls=lost[0])
         )
     if out_format == "safetensors" and not state_dict_only:
         kinds = {c.kind for c in facts.contents or []}

@@ -100,6 +100,9 @@ class CkptFacts:
     unsafe_globals: list[str] | None = None
     dangerous_globals: list[str] | None = None
     audit_dynamic: bool = False
+    # classes pickled as __main__.X (saved from a script) -> the .py file beside the checkpoint or in the
+    # current directory that defines X; None: not looked for
+    main_definitions: dict[str, str] | None = None
     # format specifics
     lfs_oid: str | None = None
     lfs_size: int | None = None

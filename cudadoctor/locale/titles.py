@@ -234,6 +234,7 @@ TEMPLATES: tuple[str, ...] = (
     N_("Saved on {saved}, but only {gpus} visible here (cuda:0–cuda:{last})"),
     N_("Saved on {saved}, but no GPU is visible here"),
     N_("A training checkpoint: the model's weights are in [{key}], beside {kinds}"),
+    N_("The model's weights are in [{key}], beside {kinds}"),
     # will it fit (CD660-CD663)
     N_("{count} parameters (counted from its tensors): memory by precision and use"),
     N_("{count} parameters (from its config): memory by precision and use"),

@@ -201,10 +201,10 @@ TRAINING = entry(
     "ckpt-training-checkpoint",
     Severity.INFO,
     S,
-    "A training checkpoint: the model's weights are one entry among others",
+    "The model's weights are one entry among others",
     """Training loops save a dict with the model's state dict beside the optimizer, scheduler, epoch and
-    more. model.load_state_dict needs that one entry, not the whole dict; `ckpt fix --state-dict-only`
-    writes it alone (smaller, and no optimizer state to allow-list).""",
+    more; released weights often come in a dict beside their config. model.load_state_dict needs that one
+    entry, not the whole dict; `ckpt fix --state-dict-only` writes it alone.""",
 )
 PREFIX_MODULE = entry(
     "CD630",
@@ -311,10 +311,10 @@ CHILD_FAILED = entry(
     not.""",
 )
 
-_TUTORIAL_LOAD = (
-    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
-    "state = torch.load({path}, map_location=device)",
-)
+_PICK_DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+# what a script that loads a checkpoint imports a class pickled from __main__ from, when no .py file
+# here defines it (the doctor cannot know the saving script's name)
+YOUR_SCRIPT = "YOUR_SCRIPT"
 
 
 def _py(path: str) -> str:
@@ -365,9 +365,9 @@ def _format(f: CkptFacts) -> list[Finding]:
                         "huggingface-cli download REPO_ID " + _sh(name) + " --local-dir .",
                     ),
                 ],
-                tables=[Table(["oid sha256", "real size"], [[f.lfs_oid or "?", _size(f.lfs_size)]])]
-                if f.lfs_oid
-                else [],
+                # the whole oid (sha256sum of the real file): a cut one identifies nothing; the real size
+                # is in the title, so the table is that one column and fits 80 columns whole
+                tables=[Table(["oid sha256"], [[f.lfs_oid]])] if f.lfs_oid else [],
             )
         ]
     if f.format == "html":
@@ -474,13 +474,150 @@ def _format(f: CkptFacts) -> list[Finding]:
                 )
             ]
     if f.format == "torch-legacy":
-        return [LEGACY.finding(fix=[fix("Rewrite it in the zip format", _fix_cmd(f, ""))])]
+        cmd = _fix_cmd(f, "")
+        if cmd is None:
+            return [LEGACY.finding()]
+        if _trusting(f):
+            return [
+                LEGACY.finding(
+                    fix=[
+                        fix(
+                            "Write the weights alone in the zip format (runs the pickle: only for files you trust)", cmd
+                        )
+                    ]
+                )
+            ]
+        return [LEGACY.finding(fix=[fix("Rewrite it in the zip format", cmd)])]
     return []
 
 
-def _fix_cmd(f: CkptFacts, flags: str) -> str:
+# ------------------------------------------------------------------------------ loading, one way for all
+#
+# Every finding of one report that says how to load the file, or to run `ckpt fix` on it, says it the
+# same way: with the safe_globals the audit found (the default weights_only=True refuses the file
+# otherwise), with --trust where `ckpt fix` needs it, and not at all where CD621 says never to load it.
+
+
+def _unsafe(f: CkptFacts) -> list[str] | None:
+    """The globals weights_only=True refuses; the target torch's own list (its version's allow-list)
+    wins over the doctor's table. None: unknown."""
+    t = f.torch
+    if t is not None and t.unsafe_globals is not None:
+        return sorted(set(t.unsafe_globals) | set(f.dangerous_globals or []))
+    return f.unsafe_globals
+
+
+def _needs_globals(f: CkptFacts) -> list[str]:
+    """What a torch.load of this file must allow-list ([]: a plain torch.load reads it)."""
+    if f.format in ("dcp", "safetensors") or (f.torch is not None and f.torch.weights_only_ok is True):
+        return []
+    return _unsafe(f) or []
+
+
+def _never_load(f: CkptFacts) -> bool:
+    """CD621's file (it runs code), or one torch's restricted load refuses for no global it names."""
+    t = f.torch
+    refused = t is not None and t.weights_only_ok is False and not _needs_globals(f)
+    return bool(f.dangerous_globals) or refused
+
+
+def _unlocated(f: CkptFacts) -> list[str]:
+    """Classes pickled from the saving script (__main__.X) that no .py file here defines."""
+    found = f.main_definitions or {}
+    return [g.partition(".")[2] for g in _needs_globals(f) if g.startswith("__main__.") and g[9:] not in found]
+
+
+def _trusting(f: CkptFacts) -> bool:
+    """`ckpt fix` refuses this file without --trust."""
+    return bool(f.unsafe_globals or _needs_globals(f))
+
+
+def _fix_cmd(f: CkptFacts, flags: str) -> str | None:
+    """The `ckpt fix` line, with --trust where it refuses the file without it; None where it cannot
+    succeed: a file never to load, or a class of the saving script nowhere to be found. A copy of a file
+    that needs --trust is the weights alone (--state-dict-only): with the objects weights_only=True
+    refuses, the copy would not load as a user loads it, and `fix` says it did not verify."""
+    if _never_load(f) or _unlocated(f):
+        return None
+    trust = ""
+    if _trusting(f):
+        if f.state_dict_key is None:
+            return None
+        trust = " --trust" if "--state-dict-only" in flags else " --state-dict-only --trust"
     base = f.path.rsplit(".", 1)[0] if "." in f.path.rsplit("/", 1)[-1] else f.path
-    return f"cudadoctor ckpt fix {_sh(f.path)} --out {_sh(base + '.fixed.pt')}{flags}"
+    return f"cudadoctor ckpt fix {_sh(f.path)} --out {_sh(base + '.fixed.pt')}{flags}{trust}"
+
+
+def _import_line(name: str) -> tuple[str | None, str]:
+    """(the import, the expression) for a global "module.name"."""
+    module, _, attr = name.rpartition(".")
+    if module in ("builtins", "__builtin__"):
+        return None, attr
+    return f"from {module} import {attr}", attr
+
+
+def _imports(f: CkptFacts, names: list[str]) -> tuple[list[str], list[str]]:
+    """(the import lines, the safe_globals entries) for these globals. A class pickled from the saving
+    script is `__main__.X`: it is imported from the .py file that defines it, and allow-listed under the
+    name the pickle uses, (X, '__main__.X')."""
+    head = ["import torch"]
+    imports: list[str] = []
+    exprs: list[str] = []
+    found = f.main_definitions or {}
+    for n in names:
+        module, _, attr = n.rpartition(".")
+        if module == "__main__":
+            where = found.get(attr)
+            if where:
+                folder, script = _script(where)
+                if "import sys" not in head:
+                    head.insert(0, "import sys")
+                path_line = f"sys.path.insert(0, {_py(folder)})"
+                if path_line not in imports:
+                    imports.insert(0, path_line)
+                imports.append(f"from {script} import {attr}")
+            else:
+                imports.append(f"from {YOUR_SCRIPT} import {attr}")
+            exprs.append(f"({attr}, {n!r})")
+            continue
+        imp, expr = _import_line(n)
+        if imp and imp not in imports:
+            imports.append(imp)
+        exprs.append(expr)
+    return head + imports, exprs
+
+
+def _load_lines(f: CkptFacts, var: str, map_location: str = "'cpu'", before: tuple[str, ...] = ()) -> list[str] | None:
+    """`var = torch.load(...)` as this report advises it, imports included; None: never load it."""
+    if _never_load(f) or f.format in ("hf-index", "dcp"):
+        return None  # shards and DCP directories load through their own libraries (CD606, from_pretrained)
+    if f.format == "safetensors":
+        return ["from safetensors.torch import load_file", f"{var} = load_file({_py(f.path)})"]
+    load = f"{var} = torch.load({_py(f.path)}, map_location={map_location})"
+    names = _needs_globals(f)
+    if not names:
+        return ["import torch", *before, load]
+    imports, exprs = _imports(f, names)
+    return [*imports, *before, f"with torch.serialization.safe_globals([{', '.join(exprs)}]):", "    " + load]
+
+
+def _script(path: str) -> tuple[str, str]:
+    """(folder, module name) of a .py file's path, with either separator."""
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return path[:cut], path[cut + 1 :].removesuffix(".py")
+
+
+def _entry_kind(f: CkptFacts) -> str | None:
+    key = f.state_dict_key
+    return next((c.kind for c in f.contents or [] if c.key == key), None)
+
+
+def _state_expr(f: CkptFacts, var: str) -> str:
+    """The model's state dict inside the loaded object `var`: an entry of a dict, or the whole file; a
+    pickled nn.Module is not a state dict, its .state_dict() is."""
+    key = f.state_dict_key
+    expr = f"{var}[{key!r}]" if key else var
+    return expr + ".state_dict()" if _entry_kind(f) == "model object" else expr
 
 
 def _summary(f: CkptFacts) -> list[Finding]:
@@ -510,42 +647,13 @@ def _summary(f: CkptFacts) -> list[Finding]:
 # ----------------------------------------------------------------------------------------------- audit
 
 
-def _import_line(name: str) -> tuple[str | None, str]:
-    """(the import, the expression) for a global "module.name"."""
-    module, _, attr = name.rpartition(".")
-    if module in ("builtins", "__builtin__"):
-        return None, attr
-    if module == "__main__":
-        return None, attr
-    return f"from {module} import {attr}", attr
-
-
-def _snippet(f: CkptFacts, names: list[str]) -> list[str]:
-    imports = []
-    exprs = []
-    for n in names:
-        imp, expr = _import_line(n)
-        if imp and imp not in imports:
-            imports.append(imp)
-        exprs.append(expr)
-    return [
-        "import torch",
-        *imports,
-        f"with torch.serialization.safe_globals([{', '.join(exprs)}]):",
-        f"    ckpt = torch.load({_py(f.path)}, map_location='cpu')",
-    ]
-
-
 def _audit(f: CkptFacts) -> list[Finding]:
     if f.format in ("dcp", "safetensors"):
         return []  # DCP: CD606 says how to read it; safetensors holds no pickle at all
     if f.format == "hf-index" and all(s.endswith(".safetensors") for s in f.shards or []):
         return []
     t = f.torch
-    unsafe = f.unsafe_globals
-    if t is not None and t.unsafe_globals is not None:
-        # the target torch's own list (its version's allow-list) wins over the doctor's table
-        unsafe = sorted(set(t.unsafe_globals) | set(f.dangerous_globals or []))
+    unsafe = _unsafe(f)
     if unsafe is None:
         return []
     dangerous = f.dangerous_globals or []
@@ -580,22 +688,23 @@ def _audit(f: CkptFacts) -> list[Finding]:
     if model_object:
         fixes.append(
             fix(
-                "The whole model object was pickled (torch.save(model)); save its state dict instead, "
-                "then load with model.load_state_dict",
+                "The whole model object was pickled (torch.save(model)); in the training script, save its "
+                "state dict instead, and load that with model.load_state_dict",
+                "import torch",
                 "torch.save(model.state_dict(), 'weights.pt')",
             )
         )
-    fixes.append(fix("You trust the file: allow exactly these globals", *_snippet(f, unsafe)))
-    fixes.append(
-        fix(
-            "Or write a copy with tensors only, once (runs the pickle: only for files you trust)",
-            _fix_cmd(f, " --state-dict-only --trust"),
+    load = _load_lines(f, "ckpt") or []
+    if _unlocated(f):
+        fixes.append(
+            fix("You trust the file: allow exactly these globals (YOUR_SCRIPT: the script defining them)", *load)
         )
-    )
-    rows = [
-        [g, "defined in the training script: import it from a module" if g.startswith("__main__.") else ""]
-        for g in unsafe
-    ]
+    else:
+        fixes.append(fix("You trust the file: allow exactly these globals", *load))
+    cmd = _fix_cmd(f, " --state-dict-only")
+    if cmd:
+        fixes.append(fix("Or write a copy with tensors only, once (runs the pickle: only for files you trust)", cmd))
+    rows = [[g, _note(f, g)] for g in unsafe]
     return [
         UNSAFE_GLOBALS.finding(
             title=title,
@@ -604,6 +713,14 @@ def _audit(f: CkptFacts) -> list[Finding]:
             fix=fixes,
         )
     ]
+
+
+def _note(f: CkptFacts, name: str) -> str:
+    """A short note on a global (the table fits 80 columns): where a class of the saving script is."""
+    if not name.startswith("__main__."):
+        return ""
+    where = (f.main_definitions or {}).get(name[9:])
+    return f"defined in {_script(where)[1]}.py" if where else "defined in no .py file here"
 
 
 # --------------------------------------------------------------------------------------------- devices
@@ -619,29 +736,32 @@ def _devices(f: CkptFacts) -> list[Finding]:
     t = f.torch
     table = Table(["saved on", "storages"], [[d, str(n)] for d, n in sorted(devices.items())])
     saved = ", ".join(sorted(cuda))
-    p = _py(f.path)
+    anywhere = _load_lines(f, "state", "device", before=(_PICK_DEVICE,))
     if t is None or t.cuda_available is None:
         # unknown: say what was saved and how to load it anywhere, claim nothing about this machine
         return [
             SAVED_ON_GPU.finding(
                 title=f"Saved on {saved}; whether torch here can use it was not checked",
                 tables=[table],
-                fix=[fix("Load it on any machine", "import torch", *(ln.format(path=p) for ln in _TUTORIAL_LOAD))],
+                fix=[fix("Load it on any machine", *anywhere)] if anywhere else [],
             )
         ]
     if not t.cuda_available:
+        fixes = []
+        if anywhere:
+            fixes.append(fix("Pick the device once, and load onto it (runs on GPU and CPU machines)", *anywhere))
+        cmd = _fix_cmd(f, " --to cpu")
+        if cmd and _trusting(f):
+            fixes.append(
+                fix("Or write the weights alone to a CPU copy (runs the pickle: only for files you trust)", cmd)
+            )
+        elif cmd:
+            fixes.append(fix("Or write a CPU copy that loads anywhere without map_location", cmd))
         return [
             NO_CUDA_HERE.finding(
                 title=f"Saved on {saved}, but torch here has no usable CUDA: torch.load needs map_location",
                 tables=[table],
-                fix=[
-                    fix(
-                        "Pick the device once, and load onto it (runs on GPU and CPU machines)",
-                        "import torch",
-                        *(ln.format(path=p) for ln in _TUTORIAL_LOAD),
-                    ),
-                    fix("Or write a CPU copy that loads anywhere without map_location", _fix_cmd(f, " --to cpu")),
-                ],
+                fix=fixes,
             )
         ]
     count = t.device_count or 0
@@ -649,17 +769,17 @@ def _devices(f: CkptFacts) -> list[Finding]:
         {int(m.group(1)) for d in cuda if (m := _CUDA.match(d)) and m.group(1) is not None and int(m.group(1)) >= count}
     )
     if over:
-        remap = ", ".join(f"'cuda:{i}': 'cuda:0'" for i in over)
+        remap = "{" + ", ".join(f"'cuda:{i}': 'cuda:0'" for i in over) + "}"
+        onto, only = _load_lines(f, "state", "'cuda:0'"), _load_lines(f, "state", remap)
         return [
             DEVICE_INDEX.finding(
                 title=f"Saved on {saved}, but only {plural(count, 'GPU')} visible here (cuda:0–cuda:{count - 1})"
                 if count
                 else f"Saved on {saved}, but no GPU is visible here",
                 tables=[table],
-                fix=[
-                    fix("Load onto the device you train on", f"state = torch.load({p}, map_location='cuda:0')"),
-                    fix("Or remap only those indices", f"state = torch.load({p}, map_location={{{remap}}})"),
-                ],
+                fix=[fix("Load onto the device you train on", *onto), fix("Or remap only those indices", *only)]
+                if onto and only
+                else [],
             )
         ]
     return [DEVICES_OK.finding(title=f"Saved on {saved}: {plural(count, 'GPU')} usable here", tables=[table])]
@@ -668,9 +788,10 @@ def _devices(f: CkptFacts) -> list[Finding]:
 # -------------------------------------------------------------------------------------------- contents
 
 
-def _access(f: CkptFacts) -> str:
-    key = f.state_dict_key
-    return f"[{key!r}]" if key else ""
+# entries that only training saves: with one of these, the file is a training checkpoint, not released
+# weights beside their config
+_TRAINING_KINDS = ("optimizer", "scheduler", "grad scaler")
+_TRAINING_KEYS = ("epoch", "step", "global_step", "iteration", "iter", "best_acc", "best_loss")
 
 
 def _contents(f: CkptFacts) -> list[Finding]:
@@ -678,19 +799,23 @@ def _contents(f: CkptFacts) -> list[Finding]:
     others = [c for c in f.contents or [] if c.key and c.key != f.state_dict_key and c.kind != "dcp entry"]
     if f.state_dict_key and others:
         kinds = ", ".join(f"{c.key} ({c.kind})" for c in others[:6])
-        out.append(
-            TRAINING.finding(
-                title=f"A training checkpoint: the model's weights are in [{f.state_dict_key!r}], beside {kinds}",
-                fix=[
-                    fix(
-                        "Load the model's entry",
-                        f"ckpt = torch.load({_py(f.path)}, map_location='cpu')",
-                        f"model.load_state_dict(ckpt[{f.state_dict_key!r}])",
-                    ),
-                    fix("Or write the weights alone", _fix_cmd(f, " --state-dict-only")),
-                ],
-            )
+        key = f.state_dict_key
+        training = any(c.kind in _TRAINING_KINDS or c.key.lower() in _TRAINING_KEYS for c in others)
+        title = (
+            f"A training checkpoint: the model's weights are in [{key!r}], beside {kinds}"
+            if training
+            else f"The model's weights are in [{key!r}], beside {kinds}"
         )
+        fixes = []
+        load = _load_lines(f, "ckpt")
+        if load:
+            fixes.append(fix("Load the model's entry", *load, f"model.load_state_dict({_state_expr(f, 'ckpt')})"))
+        cmd = _fix_cmd(f, " --state-dict-only")
+        if cmd and _trusting(f):
+            fixes.append(fix("Or write the weights alone (runs the pickle: only for files you trust)", cmd))
+        elif cmd:
+            fixes.append(fix("Or write the weights alone", cmd))
+        out.append(TRAINING.finding(title=title, fix=fixes))
     prefixes = f.prefixes or []
     cmp = f.model
     if cmp is not None and cmp.error is None:
@@ -708,20 +833,30 @@ def _prefix_finding(f: CkptFacts, prefixes: list[str], with_model: bool) -> Find
     if with_model:
         title += ": load_state_dict fails with Missing/Unexpected key(s)"
     first = (f.state_dict_keys or [""])[0]
+    fixes = []
+    state = _state_expr(f, "ckpt")
+    load = _load_lines(f, "ckpt") if state != "ckpt" else _load_lines(f, "state")
+    if load:
+        fixes.append(
+            fix(
+                "Strip the prefix while loading (never k[7:]: it corrupts keys without the prefix)",
+                *load,
+                *([f"state = {state}"] if state != "ckpt" else []),
+                "from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present",
+                *(f"consume_prefix_in_state_dict_if_present(state, {p!r})" for p in prefixes),
+                "model.load_state_dict(state)",
+            )
+        )
+    cmd = _fix_cmd(f, " --strip-prefix")
+    if cmd and _trusting(f):
+        fixes.append(fix("Or write the weights alone, stripped (runs the pickle: only for files you trust)", cmd))
+    elif cmd:
+        fixes.append(fix("Or write a stripped copy once", cmd))
     return entry_.finding(
         title=title,
         severity=Severity.ERROR if with_model else None,
         tables=[Table(["first key", "after stripping"], [[first, first[len(joined) :]]])] if first else [],
-        fix=[
-            fix(
-                "Strip the prefix while loading (never k[7:]: it corrupts keys without the prefix)",
-                "from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present",
-                f"state = torch.load({_py(f.path)}, map_location='cpu'){_access(f)}",
-                *(f"consume_prefix_in_state_dict_if_present(state, {p!r})" for p in prefixes),
-                "model.load_state_dict(state)",
-            ),
-            fix("Or write a stripped copy once", _fix_cmd(f, " --strip-prefix")),
-        ],
+        fix=fixes,
     )
 
 
@@ -847,14 +982,14 @@ def _fix(f: CkptFacts) -> list[Finding]:
     if did:
         title += ": " + "; ".join(did)
     load = (
-        f"state = torch.load({_py(r.out)})"
+        ["import torch", f"state = torch.load({_py(r.out)})"]
         if r.format == "torch"
-        else f"from safetensors.torch import load_file; state = load_file({_py(r.out)})"
+        else ["from safetensors.torch import load_file", f"state = load_file({_py(r.out)})"]
     )
     return [
         FIX_WRITTEN.finding(
             title=title + (" — verified" if r.verified else ""),
             tables=[Table(["shared tensor"], [[s] for s in r.copied_shared])] if r.copied_shared else [],
-            fix=[fix("Load it", load)],
+            fix=[fix("Load it", *load)],
         )
     ]
