@@ -146,7 +146,9 @@ def test_a_driver_upgrade_for_a_volta_gpu_stays_on_its_last_branch():
     facts.torch = torch_cuda("2.13.0+cu126", "12.6", "5.0 6.0 7.0 7.5 8.0 8.6 9.0", dev, available=False)
     by = run(facts)
     f = by["CD203"]
-    assert f.fix[0].when.startswith("Upgrade the NVIDIA driver to 560.28.03 or newer (RHEL and derivatives, driver 580)")
+    assert f.fix[0].when.startswith(
+        "Upgrade the NVIDIA driver to 560.28.03 or newer (RHEL and derivatives, driver 580)"
+    )
     assert f.fix[0].commands[0] == "sudo dnf module install nvidia-driver:580-dkms"
 
 
@@ -192,3 +194,48 @@ def test_a_healthy_h100_node_without_nvls_is_not_flagged():
     broken = {f.code: f for f in fleet(_h100_nodes(150.0))}
     assert broken["CD831"].title.endswith("150 GB/s, below 296")
     assert "nccl-tests#212" in broken["CD831"].why
+
+
+# --- silent wrong results: cuBLAS before 13.1.0.3 on CC 10.x/11.x (pytorch PR#178333) ----------------
+
+
+def _b200_with_cublas(version: str, name: str = "NVIDIA B200", cc: str = "10.0", pinned: str | None = None):
+    from cudadoctor.facts.libraries import LibraryFacts, LoadedLibrary, PinCheck
+
+    dev = [gpu(0, name, cc, total_gib=180)]
+    facts = healthy(dev, driver="580.95.05", cuda=13000)
+    facts.torch = torch_cuda("2.10.0+cu130", "13.0", CU13X, dev)
+    lib = LoadedLibrary(
+        "cublas",
+        "/opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
+        "wheel",
+        version=version,
+        package="nvidia-cublas",
+    )
+    pins = [PinCheck("nvidia-cublas", f"=={pinned}", version, ok=False)] if pinned else []
+    facts.torch.libraries = LibraryFacts(loaded=[lib], pins=pins, nvidia_installed={"nvidia-cublas": version})
+    return facts
+
+
+def test_blackwell_with_a_cublas_before_the_tmem_fix_is_warned_with_the_patch_release():
+    by = run(_b200_with_cublas("13.0.0.19"))
+    f = by["CD229"]
+    assert f.severity is Severity.WARNING
+    assert f.title == "cublas 13.0.0.19 gives silently wrong results on NVIDIA B200: fixed in 13.1.0.3"
+    assert commands(f) == ['/opt/venv/bin/python -m pip install "nvidia-cublas>=13.1.0.3"']
+    assert "CD229" in run(_b200_with_cublas("13.0.2.14", "NVIDIA B300 SXM6 AC", "10.3"))
+
+
+def test_the_fixed_cublas_hopper_and_an_unknown_version_are_not_warned():
+    assert "CD229" not in run(_b200_with_cublas("13.1.0.3"))
+    assert "CD229" not in run(_b200_with_cublas("13.0.0.19", "NVIDIA H100 80GB HBM3", "9.0"))
+    assert "CD229" not in run(_b200_with_cublas("13"))  # the soname alone says nothing: unknown is not false
+    assert "CD229" not in run(_b200_with_cublas("12.8.4.1"))  # no fixed 12.x release is known: not judged
+
+
+def test_the_patch_release_over_torchs_pin_is_one_story_not_a_pin_problem():
+    by = run(_b200_with_cublas("13.1.0.3", pinned="13.0.0.19"))
+    assert "CD229" not in by and "CD219" not in by
+    # on a GPU the defect does not touch, the same difference is an ordinary pin mismatch
+    by = run(_b200_with_cublas("13.1.0.3", "NVIDIA H100 80GB HBM3", "9.0", pinned="13.0.0.19"))
+    assert "CD219" in by
