@@ -536,7 +536,8 @@ def test_gpu_table_rows_and_sources():
     assert gpu_perf.lookup("NVIDIA GeForce GTX 1080") is None
     assert all(row.source for row in gpu_perf.TABLE)
     e = gpu_perf.expected("NVIDIA H100 80GB HBM3", 8)
-    assert e.node_busbw == pytest.approx(460 * gpu_perf.BUSBW_SHARE) and e.h2d_gbps == 52
+    # ring all-reduce (no NVLS) reaches ~370 on NVLink4 (nccl-tests#212); Azure check_gpu_bw 48 (H2D)
+    assert e.node_busbw == pytest.approx(370 * gpu_perf.BUSBW_SHARE) and e.h2d_gbps == 48
     assert gpu_perf.expected("NVIDIA H100 80GB HBM3", 4).node_busbw is None  # the floor is for 8 GPUs
     assert gpu_perf.expected(None, 8, min_busbw=100).node_busbw == 100
 

@@ -524,13 +524,15 @@ def test_k80_and_rtx5090_name_the_architecture_and_why():
     assert arch_reason("Tesla K80", "3.7") == (
         "Tesla K80 is Kepler, sm_37: no current release has kernels for it; the last that does is torch 2.7 (cu118)"
     )
-    assert arch_reason("NVIDIA GeForce RTX 5090", "12.0") == (
+    # torch 2.14 still has cu126 (no sm_120); 2.15 has only cu130 and cu132, which all have it
+    assert arch_reason("NVIDIA GeForce RTX 5090", "12.0", release="2.14") == (
         "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and newer have kernels for it"
     )
+    assert arch_reason("NVIDIA GeForce RTX 5090", "12.0") is None
     assert arch_reason("NVIDIA A100", "8.0") is None  # every current build has kernels for it
     assert (
         arch_reason("NVIDIA A100", "8.0", always=True)
-        == "NVIDIA A100 is Ampere, sm_80: every torch 2.14 build has kernels for it"
+        == "NVIDIA A100 is Ampere, sm_80: every torch 2.15 build has kernels for it"
     )
 
     # a fix that installs torch 2.13 speaks of 2.13's builds, not of the newest release's
@@ -548,7 +550,8 @@ def test_k80_and_rtx5090_name_the_architecture_and_why():
     facts = healthy(dev, driver="570.86.16", cuda=12080)
     facts.torch = torch_cuda("2.5.1+cu121", "12.1", CU126, dev)
     by, _ = run(facts)
-    assert "RTX 5090 is Blackwell, sm_120: only cu128 builds and newer have kernels for it" in by["CD205"].why
+    # every build of the newest release (2.15) has sm_120, so the why names the releases instead
+    assert "No torch 2.5 build has kernels for it; torch 2.7 and newer do." in by["CD205"].why
     assert "sm_120: only cu128 builds and newer" in by["CD205"].fix[0].when
 
     dev = [gpu(0, "Tesla K80", "3.7", total_gib=12)]

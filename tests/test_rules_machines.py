@@ -165,9 +165,10 @@ def test_torch_not_installed_gets_the_fitting_install_command():
     )
     by, _ = run(facts)
     f = by["CD201"]
-    # the newest known release; its cu132 build runs on a CUDA 13.0 driver by minor-version compatibility
+    # the newest known release; of its builds cu130 runs on this CUDA 13.0 driver in full (cu132 only by
+    # minor-version compatibility), so cu130 is preferred (2.15 keeps cu130: RFC pytorch#190385)
     assert commands(f)[0] == (
-        "/opt/venv/bin/python -m pip install torch==2.15.0 --index-url https://download.pytorch.org/whl/cu132"
+        "/opt/venv/bin/python -m pip install torch==2.15.0 --index-url https://download.pytorch.org/whl/cu130"
     )
 
 

@@ -37,6 +37,15 @@ ARCHITECTURES: dict[tuple[int, int], tuple[str, str]] = {
     (12, 1): ("Blackwell", "GB10 (DGX Spark)"),
 }
 
+# The last NVIDIA driver branch that drives each architecture: from 590 the driver ignores these GPUs.
+# The driver's own kernel log: "NVRM: The NVIDIA GeForce GTX 1050 GPU installed in this system is supported
+# through the NVIDIA 580.xx Legacy drivers. … The 595.71.05 NVIDIA driver will ignore this GPU"
+# (NixOS/nixos-hardware#1880, #1828); "Drivers 590+ have dropped support for Pascal" (nixos-hardware#1843);
+# Arch's news on 590: Pascal and older go to `nvidia-580xx-dkms` from the AUR (Phoronix, 2025-12-20);
+# "R580 as the last driver branch supporting Maxwell, Pascal, and Volta", quoting NVIDIA's CUDA toolkit,
+# driver and architecture matrix (NVIDIA/ansible-role-nvidia-driver PR#89). Kepler's branch is not sourced here.
+LAST_DRIVER_BRANCH: dict[str, int] = {"Maxwell": 580, "Pascal": 580, "Volta": 580}
+
 # Lowest compute capability each CUDA major can compile for.
 MIN_CC_FOR_CUDA_MAJOR: dict[int, tuple[int, int]] = {11: (3, 5), 12: (5, 0), 13: (7, 5)}
 
@@ -56,3 +65,8 @@ def arch_name(cc: str | None) -> str:
     if parsed in ARCHITECTURES:
         return ARCHITECTURES[parsed][0]
     return "a newer architecture" if parsed > max(ARCHITECTURES) else "an unknown architecture"
+
+
+def last_driver_branch(cc: str | None) -> int | None:
+    """The newest driver branch that still drives a GPU of this capability; None: no known limit."""
+    return LAST_DRIVER_BRANCH.get(arch_name(cc))

@@ -1,4 +1,13 @@
-"""How to install the NVIDIA driver, per Linux distribution (/etc/os-release ID)."""
+"""How to install the NVIDIA driver, per Linux distribution (/etc/os-release ID).
+
+From driver 590 on, Maxwell, Pascal and Volta GPUs are ignored; 580 is their last branch
+(knowledge/architectures.py LAST_DRIVER_BRANCH, with its sources). A machine with such a GPU gets the 580
+branch: Ubuntu's `nvidia-driver-580` and NVIDIA's EL module stream `nvidia-driver:580-dkms` (both present:
+NVIDIA/ansible-role-nvidia-driver PR#89), Arch's AUR `nvidia-580xx-dkms` (Arch news on 590, "remove nvidia,
+nvidia-lts or nvidia-dkms and install nvidia-580xx-dkms from the AUR"). Debian's `nvidia-driver` is older
+than 590 in its stable release (❓ not re-checked); Fedora's RPM Fusion legacy package is not sourced here,
+so Fedora gets NVIDIA's download page instead.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +29,20 @@ INSTALL_COMMANDS: dict[str, list[str]] = {
     "arch": ["sudo pacman -S nvidia-open nvidia-utils", "sudo reboot"],
 }
 
+# For GPUs whose last driver branch is 580 (Maxwell, Pascal, Volta): a newer branch ignores them.
+LEGACY_BRANCH = 580
+LEGACY_INSTALL_COMMANDS: dict[str, list[str]] = {
+    "ubuntu": [f"sudo apt install nvidia-driver-{LEGACY_BRANCH}", "sudo reboot"],
+    "debian": INSTALL_COMMANDS["debian"],
+    "rhel": [f"sudo dnf module install nvidia-driver:{LEGACY_BRANCH}-dkms", "sudo reboot"],
+    # the AUR needs a helper (yay, paru); pacman alone cannot install it
+    "arch": [f"yay -S nvidia-{LEGACY_BRANCH}xx-dkms", "sudo reboot"],
+}
+
+# PCI device IDs (❓ inferred from NVIDIA's PCI ID lists, not a published rule): Turing's first chips are
+# 0x1e02 (TU102) and later, so an ID below 0x1e00 is a GPU older than Turing.
+TURING_FIRST_PCI_ID = 0x1E00
+
 # Derivatives that follow their parent's packaging.
 _FAMILY = {
     "pop": "ubuntu",
@@ -33,10 +56,24 @@ _FAMILY = {
 }
 
 
-def install_commands(os_id: str | None) -> tuple[str, list[str]]:
-    """(label, commands) for this distribution; a pointer to NVIDIA's download page otherwise."""
+def install_commands(os_id: str | None, legacy: bool = False) -> tuple[str, list[str]]:
+    """(label, commands) for this distribution; a pointer to NVIDIA's download page otherwise. `legacy`:
+    a GPU here is one the 590+ drivers ignore, so only the 580 branch is installed."""
     family = _FAMILY.get(os_id or "", os_id or "")
-    if family in INSTALL_COMMANDS:
-        return family.capitalize() if family != "rhel" else "RHEL and derivatives", INSTALL_COMMANDS[family]
+    table = LEGACY_INSTALL_COMMANDS if legacy else INSTALL_COMMANDS
+    if family in table:
+        label = family.capitalize() if family != "rhel" else "RHEL and derivatives"
+        return (f"{label}, driver {LEGACY_BRANCH}" if legacy else label), table[family]
     # no packaged driver known for this distribution: open NVIDIA's download page for this GPU
     return "Any Linux", [f"xdg-open {SOURCES['generic']}"]
+
+
+def pre_turing_pci(device_ids: list[str | None]) -> bool:
+    """Whether any of these PCI device IDs ("0x1b06") is a GPU older than Turing."""
+    for text in device_ids:
+        try:
+            if text and int(text, 16) < TURING_FIRST_PCI_ID:
+                return True
+        except ValueError:
+            continue
+    return False

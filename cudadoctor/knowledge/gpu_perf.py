@@ -7,14 +7,27 @@ and say "specifications 1/2 lower without sparsity") and HBM/GDDR bandwidth. A r
 reach a share of the peak (`GEMM_SHARE`, `MEMORY_SHARE`): the measurement is flagged below that share,
 and a GPU well below its fleet's median is flagged whatever the table says.
 
-Floors are health-check thresholds somebody runs in production:
-- pinned host-to-device GB/s per GPU: Azure HPC node health checks `check_cuda_bw` / `check_gpu_bw`
-  (conf/nd96isr_h100_v5.conf: 52, conf/nd96isr_h200_v5.conf: 48, conf/nd96asr_v4.conf (A100): 24) ✅;
-- 8-GPU all-reduce bus bandwidth inside a node: `check_nccl_allreduce` (H100 460 GB/s at 16 GiB,
-  H200 431 at 16 GiB, A100 228 at 8 GiB, GB200 432 with 4 GPUs at 16 GiB) ✅. Those sizes are larger
-  than the 1 GiB `fleet` ends at, where NCCL is a little below its plateau: `BUSBW_SHARE` allows for it.
+Floors are health-check thresholds somebody runs in production, with the conditions they hold under:
+- pinned host-to-device GB/s per GPU: Azure HPC node health checks `check_gpu_bw H2D P2P`, nvbandwidth's
+  host_to_device_memcpy_ce / device_to_host_memcpy_ce (customTests/azure_gpu_bandwidth.nhc) at
+  Azure/azurehpc-health-checks@0e0a1ac2 (2026-05): conf/nd96isr_h100_v5.conf and nd96isr_h200_v5.conf
+  `check_gpu_bw 48 335`, conf/nd96asr_v4.conf (A100 40GB) `check_gpu_bw 21 235`, nd96amsr_a100_v4.conf
+  (A100 80GB) `check_gpu_bw 21 238` ✅. (The `check_cuda_bw 52` / `24` cited before are older settings.)
+- 8-GPU all-reduce bus bandwidth inside a node: `check_nccl_allreduce` (A100 228 at 8 GiB) ✅. On H100 and
+  H200 the Azure figures (460, 431 at 16 GiB) hold only with NVLink SHARP (NVLS), which NCCL picks by
+  default where the NVSwitch fabric offers it: "NCCL can get an effective NVLink bandwidth of 370GB/s …
+  when running with NCCL_ALGO=RING … allreduce uses NVLink SHARP by default … On 8 GPUs, you should reach
+  a peak busBw of ~480GB/s" (sjeaugey, NVIDIA/nccl-tests#212); 330 -> 430 GB/s with NCCL_NVLS_ENABLE=0/1
+  (NVIDIA/nccl#1221). A healthy node without NVLS would fail 460, so the table holds the ring figure (370)
+  that both reach. GB200 (4 GPUs) 432 at 16 GiB comes from conf/nd128isr_ndr_gb200_v6.conf, which exists at
+  Azure/azurehpc-health-checks@215c6445 but not on the main branch read (@0e0a1ac2) ◐; it is not the H200
+  value (431). Those sizes are larger than the 1 GiB `fleet` ends at, where NCCL is a little below its
+  plateau: `BUSBW_SHARE` allows for it.
 - across nodes: H100 with NDR InfiniBand reaches 400-450 GB/s at >= 8 GB (◐, cuda-facts §12); a
   node's network floor is 8 x 400 Gb/s ports ~ 400 GB/s of bus bandwidth at best.
+- device memory: no measured per-SKU reference with its conditions was found (DCGM's memory-bandwidth
+  test is not open source: NVIDIA/DCGM#67), so `MEMORY_SHARE` of the datasheet peak is a coarse floor and
+  the fleet median is the sharper comparison.
 Any figure can be overridden: `cudadoctor fleet --min-tflops/--min-memory-gbps/--min-h2d-gbps/--min-busbw`.
 """
 
@@ -50,11 +63,12 @@ TABLE: tuple[GpuPerf, ...] = (
         r"H100 80GB HBM3|H100 SXM",
         989.4,
         3350,
-        52,
-        460,
+        48,
+        370,
         8,
         "NVIDIA H100 datasheet (1,979 sparse BF16, 3.35 TB/s) ✅ via hpctech.co.jp and glennklockwood.com; "
-        "Azure NHC nd96isr_h100_v5.conf (check_cuda_bw 52, check_nccl_allreduce 460 @16G) ✅",
+        "Azure NHC nd96isr_h100_v5.conf @0e0a1ac2 (check_gpu_bw 48 335; check_nccl_allreduce 460 @16G "
+        "needs NVLS) ✅; ring all-reduce ~370 busbw (NVIDIA/nccl-tests#212) ✅",
     ),
     GpuPerf(
         "H100 NVL",
@@ -82,10 +96,11 @@ TABLE: tuple[GpuPerf, ...] = (
         989.4,
         4800,
         48,
-        431,
+        370,
         8,
-        "NVIDIA H200 datasheet (1,979 sparse BF16, 4.8 TB/s) ◐; Azure NHC nd96isr_h200_v5.conf "
-        "(check_gpu_bw 48, check_nccl_allreduce 431 @16G) ✅",
+        "NVIDIA H200 datasheet (1,979 sparse BF16, 4.8 TB/s) ◐; Azure NHC nd96isr_h200_v5.conf @0e0a1ac2 "
+        "(check_gpu_bw 48 335; check_nccl_allreduce 431 @16G needs NVLS) ✅; ring ~370 on NVLink4 "
+        "(NVIDIA/nccl-tests#212) ✅",
     ),
     GpuPerf("H200 NVL", r"H200 NVL", 835, 4800, None, None, None, "NVIDIA H200 datasheet (1,671 sparse BF16) ◐"),
     GpuPerf(
@@ -97,29 +112,40 @@ TABLE: tuple[GpuPerf, ...] = (
         432,
         4,
         "NVIDIA GB200 NVL72 (360 PFLOPS sparse BF16 / 72 GPUs, 8 TB/s) ◐; Azure NHC nd128isr_ndr_gb200_v6.conf "
-        "(check_gpu_bw 48, check_nccl_allreduce 432 @16G, 4 GPUs) ✅",
+        "@215c6445, not on main (check_gpu_bw 48 335, check_nccl_allreduce 432 @16G, 4 GPUs) ◐",
     ),
-    GpuPerf("B200", r"B200", 2250, 8000, None, None, None, "NVIDIA DGX B200 datasheet (per GPU) ◐"),
+    GpuPerf(
+        "B200",
+        r"B200",
+        2250,
+        7700,
+        None,
+        None,
+        None,
+        "NVIDIA DGX B200 datasheet (per GPU) ◐; HBM 7.7 TB/s per the Blackwell datasheet "
+        "(ai-dynamo/aiconfigurator#1246) and a 7680-bit bus as the driver reports it (pytorch/ao#4002) ◐",
+    ),
     GpuPerf(
         "A100 SXM 80GB",
         r"A100[- ]SXM4?[- ]80GB|A100-SXM-80GB",
         312,
         2039,
-        24,
+        21,
         228,
         8,
         "NVIDIA A100 datasheet (312 dense BF16, 2,039 GB/s) ✅ via glennklockwood.com; Azure NHC "
-        "nd96asr_v4.conf (check_cuda_bw 24, check_nccl_allreduce 228 @8G) ✅",
+        "nd96amsr_a100_v4.conf @0e0a1ac2 (check_gpu_bw 21 238, check_nccl_allreduce 228) ✅",
     ),
     GpuPerf(
         "A100 SXM 40GB",
         r"A100[- ]SXM4?[- ]40GB",
         312,
         1555,
-        24,
+        21,
         228,
         8,
-        "NVIDIA A100 datasheet (312 dense BF16, 1,555 GB/s) ✅ via glennklockwood.com; Azure NHC nd96asr_v4.conf ✅",
+        "NVIDIA A100 datasheet (312 dense BF16, 1,555 GB/s) ✅ via glennklockwood.com; Azure NHC nd96asr_v4.conf "
+        "@0e0a1ac2 (check_gpu_bw 21 235, check_nccl_allreduce 228 @8G) ✅",
     ),
     GpuPerf("A100 PCIe 80GB", r"A100 80GB PCIe", 312, 1935, None, None, None, "NVIDIA A100 datasheet ◐"),
     GpuPerf("A100 PCIe 40GB", r"A100-PCIE-40GB", 312, 1555, None, None, None, "NVIDIA A100 datasheet ◐"),

@@ -8,7 +8,13 @@ Sources (shared cuda-facts §4):
   get_arch_list(); rows marked "assumed" reuse the nearest documented list for the same CUDA version.
 - PyPI default (Linux x86_64): the Requires-Dist of the wheels (pip install --dry-run --report).
   On Windows the PyPI torch wheel is CPU-only; on macOS it is CPU + MPS.
-2.15 is only known by its PyPI default (cu132): its other variants are not in the table.
+- Release matrices decided in pytorch's RFCs (research/leads28.md has the quotes):
+  2.11: Volta left cu128 (RFC pytorch#172352, PR pytorch#172598 "Remove 7.0 from TORCH_CUDA_ARCH_LIST",
+  dev-discuss "Dropping Volta support from CUDA-12.8 binaries for release 2.11"); 2.12 removed cu128
+  (RFC pytorch#178665); 2.14 ships cu126, cu130, cu132 and not cu134 (RFC pytorch#190355, PR
+  pytorch#194374); 2.15 removes cu126, the last build with Maxwell, Pascal and Volta kernels (RFC
+  pytorch#190385, test-infra PR#8739, PR pytorch#196249) and keeps cu130 beside the cu132 default
+  (RFC pytorch#190385; the cu130 arch list is assumed the same as 2.14's).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ _CU124_126_OLD = "5.0 6.0 7.0 7.5 8.0 8.6 9.0+PTX"
 _CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
 _CU128_27 = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 _CU128 = "7.0 7.5 8.0 8.6 9.0 10.0 12.0"
+# 2.11: "Remove 7.0 from TORCH_CUDA_ARCH_LIST" of the 12.8 build (pytorch PR#172598, RFC #172352)
+_CU128_211 = "7.5 8.0 8.6 9.0 10.0 12.0"
 _CU129 = "7.0 7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 _CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 
@@ -43,11 +51,12 @@ RELEASES: dict[str, dict[str, str]] = {
     "2.8": {"cu126": _CU126, "cu128": _CU128, "cu129": _CU129},
     "2.9": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
     "2.10": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
-    "2.11": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
+    "2.11": {"cu126": _CU126, "cu128": _CU128_211, "cu130": _CU13X},
     "2.12": {"cu126": _CU126, "cu130": _CU13X, "cu132": _CU13X},
     "2.13": {"cu126": _CU126, "cu130": _CU13X, "cu132": _CU13X},
     "2.14": {"cu126": _CU126, "cu130": _CU13X, "cu132": _CU13X},
-    "2.15": {"cu132": _CU13X},
+    # no cu126: no 2.15 build has Maxwell, Pascal or Volta kernels (RFC #190385, test-infra PR#8739)
+    "2.15": {"cu130": _CU13X, "cu132": _CU13X},
 }
 
 # aarch64 (Linux) builds drop 5.0-7.5 and 8.6 (build_cuda.sh filter); known for these variants.

@@ -156,6 +156,8 @@ TEMPLATES: tuple[str, ...] = (
     N_("nvidia-* wheels do not match the pins of {torch} ({differ} differ, {missing} missing)"),
     N_("nvidia-* wheels do not match the pins of {torch} ({differ} differ)"),
     N_("nvidia-* wheels do not match the pins of {torch} ({missing} missing)"),
+    # CD229
+    N_("{library} {version} gives silently wrong results on {gpus}: fixed in {fixed}"),
     N_("{n} torch installs are visible; {imported} is the one imported"),
     N_("{names} do not match torch {version}"),
     N_("{names} does not match torch {version}"),

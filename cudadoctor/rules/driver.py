@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from cudadoctor.facts import DriverFacts, Facts, SystemFacts
+from cudadoctor.facts import DriverFacts, Facts
 from cudadoctor.facts.nvml import SICK_ERRORS
+from cudadoctor.knowledge.architectures import last_driver_branch
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
-from cudadoctor.knowledge.driver_install import SOURCES, install_commands
+from cudadoctor.knowledge.driver_install import SOURCES, install_commands, pre_turing_pci
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules import containers, kernel_module, wsl
@@ -194,10 +195,20 @@ def gpu_presence(f: Facts) -> bool | None:
     return None
 
 
-def _driver_install(system: SystemFacts | None) -> list[Fix]:
+def _legacy_gpu(f: Facts) -> bool:
+    """A GPU here that drivers from 590 on ignore (Maxwell, Pascal, Volta: knowledge/architectures.py), by
+    its compute capability, or by its PCI device ID when NVML cannot tell."""
+    d = f.driver
+    if d is not None and any(last_driver_branch(dev.compute_capability) for dev in d.devices or []):
+        return True
+    return f.pci is not None and pre_turing_pci([g.device_id for g in f.pci.nvidia_gpus])
+
+
+def _driver_install(f: Facts) -> list[Fix]:
+    system = f.system
     if system is not None and system.os == "Windows":
         return [fix("Install the NVIDIA driver for Windows, then reboot", f"start {SOURCES['generic']}")]
-    label, commands = install_commands(system.os_id if system else None)
+    label, commands = install_commands(system.os_id if system else None, legacy=_legacy_gpu(f))
     return [fix(f"{label}: install the NVIDIA driver", *commands), fix("Check afterwards", "nvidia-smi")]
 
 
@@ -208,7 +219,7 @@ def _driver_upgrade(f: Facts) -> list[str]:
         return [f"start {page}"]
     if wsl.in_wsl(f):
         return [f"explorer.exe {page}"]
-    return install_commands(f.system.os_id if f.system else None)[1]
+    return install_commands(f.system.os_id if f.system else None, legacy=_legacy_gpu(f))[1]
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -546,4 +557,4 @@ def _library_not_found(f: Facts) -> Finding:
             why += f" The GPU is bound to: {', '.join(bound)}."
         if "nouveau" in bound:
             why += " nouveau (the open-source driver) cannot run CUDA."
-    return NO_DRIVER.finding(title=title, why=why, fix=_driver_install(s))
+    return NO_DRIVER.finding(title=title, why=why, fix=_driver_install(f))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompanionCheck, EnvironmentManager
 from cudadoctor.knowledge import companions, driver_install, wheels
-from cudadoctor.knowledge.architectures import arch_name, parse_cc
+from cudadoctor.knowledge.architectures import arch_name, last_driver_branch, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
 from cudadoctor.rules import shell
@@ -404,9 +404,11 @@ def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
             [f"explorer.exe {page}"],
         )
     os_id = system.os_id if system else None
-    family, cmds = driver_install.install_commands(os_id)
+    # a GPU that 590+ drivers ignore (Maxwell, Pascal, Volta) gets its last branch, never a newer one
+    legacy = any(last_driver_branch(cc) for _, cc in gpu_capabilities(f))
+    family, cmds = driver_install.install_commands(os_id, legacy=legacy)
     branch = need.split(".")[0]
-    if family.lower() == "ubuntu":
+    if family.lower().startswith("ubuntu"):
         cmds = [f"sudo apt install nvidia-driver-{branch}", "sudo reboot"]
     return f"Upgrade the NVIDIA driver to {need} or newer ({family})", cmds
 

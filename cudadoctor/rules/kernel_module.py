@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import KernelModuleFacts
+from cudadoctor.knowledge.driver_install import LEGACY_BRANCH
 from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
@@ -159,6 +160,10 @@ def _needed_flavour(f: Facts, m: KernelModuleFacts) -> tuple[str, str] | None:
         if "requires use of the NVIDIA open kernel modules" in line:
             return "open", f'The kernel log says: "{line[-160:]}".'
         if "not supported by open nvidia.ko" in line or "GPU System Processor" in line:
+            return "proprietary", f'The kernel log says: "{line[-160:]}".'
+        # a 590+ driver on Maxwell/Pascal/Volta: "… supported through the NVIDIA 580.xx Legacy drivers …
+        # The 595.71.05 NVIDIA driver will ignore this GPU" (NixOS/nixos-hardware#1880): its last branch
+        if "Legacy drivers" in line or "will ignore this GPU" in line:
             return "proprietary", f'The kernel log says: "{line[-160:]}".'
     # without the log: the flavour built for this kernel against the GPUs' PCI device IDs
     flavours = {b.flavour for b in _running_builds(m) if b.flavour}
@@ -332,6 +337,11 @@ def _flavour(needed: tuple[str, str], os_id: str | None, m: KernelModuleFacts) -
     want, evidence = needed
     fam = family(os_id)
     branch = _branch(m.loaded_version or next((b.version for b in m.builds or [] if b.version), None))
+    if want == "proprietary":
+        # a GPU older than Turing: drivers from 590 on ignore Maxwell, Pascal and Volta, so never a newer
+        # branch than their last (knowledge/architectures.py LAST_DRIVER_BRANCH, driver_install.py)
+        if not branch.isdigit() or int(branch) > LEGACY_BRANCH:
+            branch = str(LEGACY_BRANCH)
     if want == "open":
         cmds = {
             "ubuntu": f"sudo apt install nvidia-driver-{branch}-open",
@@ -346,8 +356,8 @@ def _flavour(needed: tuple[str, str], os_id: str | None, m: KernelModuleFacts) -
             "ubuntu": f"sudo apt install nvidia-driver-{branch}",
             "debian": "sudo apt install nvidia-kernel-dkms",
             "fedora": "sudo dnf install akmod-nvidia",
-            "rhel": "sudo dnf module install nvidia-driver:latest-dkms",
-            "arch": "sudo pacman -S nvidia-dkms",
+            "rhel": f"sudo dnf module install nvidia-driver:{LEGACY_BRANCH}-dkms",
+            "arch": f"yay -S nvidia-{LEGACY_BRANCH}xx-dkms",  # from 590 Arch's nvidia-dkms is the open one
         }
         run = "sudo sh NVIDIA-Linux-*.run -m=kernel"
     fixes = []

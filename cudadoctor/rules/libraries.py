@@ -10,9 +10,9 @@ from collections import defaultdict
 from types import ModuleType
 
 from cudadoctor.facts import Facts
-from cudadoctor.facts.libraries import OWN_ORIGINS, CompileFacts, LibraryFacts, LoadedLibrary
-from cudadoctor.knowledge import wheels
-from cudadoctor.knowledge.versions import parse_version
+from cudadoctor.facts.libraries import OWN_ORIGINS, CompileFacts, LibraryFacts, LoadedLibrary, PinCheck
+from cudadoctor.knowledge import library_defects, wheels
+from cudadoctor.knowledge.versions import parse_version, version_at_least
 from cudadoctor.report import Finding, Fix, Severity, Table
 from cudadoctor.rules import install_advice, shell
 from cudadoctor.rules.catalogue import entry, fix, named
@@ -137,6 +137,20 @@ COMPILE_INCOMPLETE = entry(
     means a compiler that waits on something.""",
 )
 
+SILENT_WRONG = entry(
+    "CD229",
+    "cuda-library-silent-wrong-results",
+    Severity.WARNING,
+    SECTION,
+    "The CUDA library torch loaded has a known silent wrong-results defect on this GPU",
+    """Some CUDA library releases compute wrong results on some GPU architectures without raising any
+    error: training diverges or gives NaNs, inference is subtly off. cuBLAS before 13.1.0.3 does so on
+    compute capability 10.x and 11.x (B200, GB200, B300, Thor) when a cublasLt matmul runs concurrently
+    with another kernel that uses Tensor Memory (cuBLAS patch release notes; pytorch PR#178333, which
+    moved torch's CUDA 13.0 builds to cuBLAS 13.1.0.3). cuBLAS ships such patch releases as its own
+    nvidia-cublas wheel, apart from the toolkit.""",
+)
+
 
 def _libs(f: Facts) -> LibraryFacts | None:
     t = f.torch
@@ -154,6 +168,7 @@ def evaluate(f: Facts) -> list[Finding]:
         out += _companions(f, lf)
         out += _conda(f, lf)
         out += _jetson(f, lf)
+        out += _defects(f, lf)
     elif f.torch is not None and f.torch.loaded_libraries:
         out += _legacy_shadow(f)
     c = getattr(f, "compile", None)
@@ -363,8 +378,22 @@ def _legacy_shadow(f: Facts) -> list[Finding]:
 # --- pins -------------------------------------------------------------------------------------------
 
 
+def _defect_fix(f: Facts, p: PinCheck) -> bool:
+    """An nvidia-* wheel newer than torch's pin because the pinned release has a silent wrong-results
+    defect on a GPU here (CD229's own fix): one story, not a pin problem."""
+    family = re.sub(r"^nvidia-|-cu\d+$", "", p.package)
+    pinned = re.sub(r"^[=<>!~]+", "", p.required)
+    ccs = [d.compute_capability for d in (f.driver.devices if f.driver else [])]
+    return any(
+        (d := library_defects.affected(family, pinned, cc)) is not None
+        and library_defects.affected(family, p.installed, cc) is None
+        and version_at_least(p.installed, d.fixed)
+        for cc in ccs
+    )
+
+
 def _pins(f: Facts, lf: LibraryFacts) -> list[Finding]:
-    bad = [p for p in lf.pins or () if not p.ok]
+    bad = [p for p in lf.pins or () if not p.ok and not _defect_fix(f, p)]
     if not bad:
         return []
     t = f.torch
@@ -770,3 +799,41 @@ def import_failure_detail(f: Facts) -> tuple[str, str, list[Fix]] | None:
         )
         fixes.append(fix(f"See which {lib} Windows finds first", f"where {lib}"))
     return title, why, fixes
+
+
+# --- releases with a known silent wrong-results defect (knowledge/library_defects.py) -----------------
+
+
+def _defects(f: Facts, lf: LibraryFacts) -> list[Finding]:
+    gpus = [(d.name or f"GPU {d.index}", d.compute_capability) for d in (f.driver.devices if f.driver else [])]
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for lib in lf.loaded or ():
+        hits = [(name, d) for name, cc in gpus if (d := library_defects.affected(lib.family, lib.version, cc))]
+        if not hits or (lib.family, lib.version or "") in seen:
+            continue
+        seen.add((lib.family, lib.version or ""))
+        defect = hits[0][1]
+        names = ", ".join(dict.fromkeys(name for name, _ in hits))
+        if lib.origin == "wheel":
+            fixes = [
+                fix(
+                    "Install the cuBLAS patch release that fixes it (the drop-in fix PyTorch gave its CUDA 13.0 "
+                    "builds); torch's pin may then differ, which is expected",
+                    install_advice.package_install(f, [f'"nvidia-{lib.family}>={defect.fixed}"']),
+                )
+            ]
+        else:
+            fixes = [
+                fix(
+                    "See which file it is, and replace it with the release that fixes it",
+                    f"ls -l {shell.word(lib.path)}",
+                )
+            ]
+        out.append(
+            SILENT_WRONG.finding(
+                title=f"{lib.family} {lib.version} gives silently wrong results on {names}: fixed in {defect.fixed}",
+                fix=fixes,
+            )
+        )
+    return out

@@ -700,6 +700,26 @@ def _libraries() -> list[Facts]:
             torch=_venv_torch(),
             compile=CompileFacts(python_executable=VENV, torch_version="2.13.0+cu130", timed_out=True),
         ),
+        # a B200 node on torch 2.10 cu130, whose cuBLAS predates the TMEM fix (pytorch PR#178333)
+        Facts(
+            system=_ubuntu(),
+            driver=_driver_580([_gpu("NVIDIA B200", "10.0", total=180)]),
+            torch=_venv_torch(
+                version="2.10.0+cu130",
+                libraries=LibraryFacts(
+                    loaded=[
+                        LoadedLibrary(
+                            "cublas",
+                            f"{SITE}/nvidia/cu13/lib/libcublasLt.so.13",
+                            "wheel",
+                            version="13.0.0.19",
+                            package="nvidia-cublas",
+                        )
+                    ],
+                    nvidia_installed={"nvidia-cublas": "13.0.0.19"},
+                ),
+            ),
+        ),
     ]
 
 
