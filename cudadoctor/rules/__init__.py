@@ -10,6 +10,7 @@ from cudadoctor.rules import (
     cuda_driver,
     doctor,
     driver,
+    extensions,
     fleet,  # noqa: F401  (its own evaluate, for `cudadoctor fleet`; imported for the catalogue)
     health,
     kernel_module,
@@ -34,6 +35,7 @@ _FACT_RULES = (
     toolkit.evaluate,
     torch_build.evaluate,
     libraries.evaluate,
+    extensions.evaluate,
     visible.evaluate,
     measurements.evaluate,
     system.evaluate,
@@ -64,6 +66,9 @@ def evaluate(facts: Facts, outcomes: list[ProbeOutcome], req: Requirements | Non
 ROOT_CAUSES = ("CD101", "CD102", "CD103", "CD104", "CD107", "CD108", "CD109", "CD121", "CD122", "CD123", "CD124")
 # Errors that are what a root cause looks like from higher up (torch, the measurements, the gate).
 CONSEQUENCES = ("CD122", "CD210", "CD215", "CD404", "CD412", "CD501", "CD502", "CD505", "CD506")
+# Errors in packages beside torch (torchvision, CUDA extensions): real, but never why torch itself cannot
+# use CUDA (torch.cuda.is_available() is False), so never named as its cause.
+BESIDE_TORCH = ("CD222", "CD240", "CD241", "CD242")
 
 
 def _one_story(findings: list[Finding]) -> None:

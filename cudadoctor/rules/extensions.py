@@ -1,0 +1,215 @@
+"""Third-party CUDA extensions (flash-attn, xformers, bitsandbytes, vLLM, apex, torchvision's ops, custom
+ops) against each GPU and the installed torch: the kernels their shared objects carry (facts/extensions.py)
+and the torch their metadata pins. "no kernel image is available" and `undefined symbol` come from them as
+often as from torch."""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
+from cudadoctor.knowledge import wheels
+from cudadoctor.knowledge.architectures import arch_name, parse_cc
+from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.rules import install_advice, shell
+from cudadoctor.rules.catalogue import entry, fix
+
+SECTION = "CUDA libraries"
+
+NO_KERNELS = entry(
+    "CD240",
+    "extension-no-kernels-for-gpu",
+    Severity.ERROR,
+    SECTION,
+    "A CUDA extension has no kernels for a GPU here",
+    """An installed package ships CUDA code (its shared objects carry a fat binary) with neither a cubin that
+    runs on this GPU (same major architecture, equal or lower minor; an `a`-suffixed cubin such as sm_90a
+    only on exactly that architecture) nor PTX the driver could JIT-compile for it. Its first kernel launch
+    on this GPU fails with "no kernel image is available for execution on the device", however well torch
+    itself works. Prebuilt wheels of such packages target a list of architectures and a CUDA and torch
+    release; a source build compiles for the architectures in TORCH_CUDA_ARCH_LIST.""",
+    [
+        fix(
+            "Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)",
+            'TORCH_CUDA_ARCH_LIST="8.6" python -m pip install --no-build-isolation --no-deps --no-cache-dir '
+            "--force-reinstall --no-binary flash-attn flash-attn==2.6.3",
+        )
+    ],
+)
+PTX_ONLY = entry(
+    "CD241",
+    "extension-runs-on-ptx-only",
+    Severity.WARNING,
+    SECTION,
+    "A CUDA extension runs on a GPU here only through PTX JIT",
+    """The package's shared objects carry no cubin for this GPU's architecture, only PTX for an older one.
+    The driver JIT-compiles that PTX at the first launch: slow the first time (minutes for a large library),
+    kept in the JIT cache (~/.nv/ComputeCache) afterwards, and failing with an "unsupported PTX version"
+    error when the PTX is newer than the driver. Kernels tuned for newer architectures (tensor-core paths)
+    may be missing altogether.""",
+)
+OTHER_TORCH = entry(
+    "CD242",
+    "extension-built-for-other-torch",
+    Severity.ERROR,
+    SECTION,
+    "A CUDA extension was built for another torch",
+    """The package pins one torch release in its Requires-Dist: it was compiled against that release's C++
+    API (libc10, libtorch), whose symbols change from release to release. With another torch installed it
+    fails at import with `undefined symbol: _ZN3c10…` or an operator that "does not exist". pip installed it
+    anyway because something installed torch afterwards (or --no-deps).""",
+)
+SEEN = entry(
+    "CD243",
+    "cuda-extensions",
+    Severity.OK,
+    SECTION,
+    "CUDA extensions installed, with the GPU architectures they carry",
+    """Every installed package other than torch and NVIDIA's nvidia-* libraries whose shared objects carry
+    CUDA device code, read from the files (never imported): the cubins (SASS, sm_XY; `a` = only that
+    architecture, `f` = its family) and PTX (compute_XY) of each, and whether it links torch's C++ library.""",
+)
+
+
+def _label(name: str, cc: str) -> str:
+    return f"{name} (compute capability {cc}, {arch_name(cc)})"
+
+
+def _package(p: ExtensionPackage) -> str:
+    return f"{p.name} {p.version}" if p.version else p.name
+
+
+def _carries(lib: ExtensionLibrary) -> str:
+    parts = []
+    if lib.sass:
+        parts.append(" ".join(lib.sass))
+    if lib.ptx:
+        parts.append("PTX " + " ".join(lib.ptx))
+    return ", ".join(parts) or "no kernels"
+
+
+def _python(f: Facts, e: ExtensionFacts) -> str | None:
+    return e.python_executable or (f.torch.python_executable if f.torch is not None else None)
+
+
+def _windows(f: Facts) -> bool:
+    return f.system is not None and f.system.os == "Windows"
+
+
+def rebuild_commands(f: Facts, e: ExtensionFacts, p: ExtensionPackage, ccs: list[str]) -> list[str]:
+    """A source build of the package for these capabilities, against the installed torch (no build
+    isolation: the build must see it), from no cached wheel, leaving every other package as it is."""
+    archs = ";".join(sorted(set(ccs), key=lambda c: parse_cc(c) or (0, 0)))
+    spec = f"{p.name}=={p.version.split('+')[0]}" if p.version else p.name
+    python = _python(f, e)
+    if install_advice.installer(f) in ("uv", "uv-project"):
+        py = shell.word(python) if python else "python"
+        line = f"uv pip install --python {py} --no-build-isolation --no-deps --no-cache --reinstall "
+    else:
+        py = shell.word(python, lead=True) if python else "python"
+        line = f"{py} -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
+    line += f"--no-binary {p.name} {shell.word(spec)}"
+    if _windows(f):
+        return [f'$env:TORCH_CUDA_ARCH_LIST="{archs}"', line]
+    return [f'TORCH_CUDA_ARCH_LIST="{archs}" {line}']
+
+
+def _rebuild_fix(f: Facts, e: ExtensionFacts, p: ExtensionPackage, ccs: list[str]) -> list[Fix]:
+    return [fix("Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)", *rebuild_commands(f, e, p, ccs))]
+
+
+def _wheel_advice(p: ExtensionPackage, cc: str) -> str:
+    return (
+        f"Or install a {p.name} wheel built for compute capability {cc} and this torch, "
+        "from the project's release page or index."
+    )
+
+
+def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> list[Finding]:
+    out: list[Finding] = []
+    for p in e.packages:
+        for name, cc in gpus:
+            how = {lib.path: wheels.coverage([*lib.sass, *lib.ptx], cc) for lib in p.libraries}
+            if any(v is None for v in how.values()):
+                continue  # an unreadable capability: nothing to say
+            missing = [lib for lib in p.libraries if how[lib.path] == "none"]
+            jit = [lib for lib in p.libraries if how[lib.path] == "ptx"]
+            worst = missing or jit
+            if not worst:
+                continue
+            files = "; ".join(f"{lib.path} carries: {_carries(lib)}" for lib in worst[:4])
+            why_entry = NO_KERNELS if missing else PTX_ONLY
+            why = f"{why_entry.explanation} {files}. {_wheel_advice(p, cc)}"
+            if missing:
+                title = f"{_package(p)} has no kernels for {_label(name, cc)}"
+                out.append(NO_KERNELS.finding(title=title, why=why, fix=_rebuild_fix(f, e, p, [cc])))
+            else:
+                title = f"{_package(p)} runs on {_label(name, cc)} only through PTX JIT"
+                out.append(PTX_ONLY.finding(title=title, why=why, fix=_rebuild_fix(f, e, p, [cc])))
+    return out
+
+
+def _exact_pin(requirement: str | None) -> str | None:
+    """ "2.5.1" from "torch==2.5.1"; None for a range, a wildcard or no pin."""
+    if not requirement or not requirement.startswith("torch==") or "," in requirement or "*" in requirement:
+        return None
+    return requirement[len("torch==") :]
+
+
+def _same_release(pin: str, installed: str) -> bool:
+    base = installed.split("+")[0]
+    return pin == installed if "+" in pin else pin == base
+
+
+# Reported by the torchvision/torchaudio check (CD222) with their own pairing table.
+_COMPANIONS = ("torchvision", "torchaudio")
+
+
+def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
+    installed = f.torch.version if f.torch is not None else None
+    if not installed:
+        return []
+    out = []
+    for p in e.packages:
+        pin = _exact_pin(p.torch_requirement)
+        if pin is None or p.name.lower() in _COMPANIONS or _same_release(pin, installed):
+            continue
+        linked = [lib.path for lib in p.libraries if lib.links_torch]
+        why = OTHER_TORCH.explanation
+        if linked:
+            why += f" {linked[0]} links torch's C++ library."
+        python = _python(f, e)
+        if install_advice.installer(f) in ("uv", "uv-project"):
+            py = shell.word(python) if python else "python"
+            command = f"uv pip install --python {py} --upgrade-package {p.name} {p.name} torch=={installed}"
+        else:
+            py = shell.word(python, lead=True) if python else "python"
+            command = f"{py} -m pip install --upgrade {p.name} {shell.word(f'torch=={installed}')}"
+        out.append(
+            OTHER_TORCH.finding(
+                title=f"{_package(p)} was built for torch {pin}, but torch {installed} is installed",
+                why=why,
+                fix=[fix("Install the release of it made for the installed torch", command)],
+            )
+        )
+    return out
+
+
+def _seen(e: ExtensionFacts) -> Finding:
+    rows = []
+    for p in e.packages:
+        for lib in p.libraries:
+            links = {True: "yes", False: "no", None: "?"}[lib.links_torch]
+            rows.append([_package(p), lib.path, " ".join(lib.sass) or "-", " ".join(lib.ptx) or "-", links])
+    names = ", ".join(_package(p) for p in e.packages[:6]) + (", …" if len(e.packages) > 6 else "")
+    return SEEN.finding(
+        title=f"CUDA extensions: {names}",
+        tables=[Table(["Package", "Library", "Cubins (SASS)", "PTX", "Links torch"], rows)],
+    )
+
+
+def evaluate(f: Facts) -> list[Finding]:
+    e = f.extensions
+    if e is None or not e.packages:
+        return []
+    gpus = [(name, cc) for name, cc in dict.fromkeys(install_advice.gpu_capabilities(f)) if parse_cc(cc)]
+    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), _seen(e)]
