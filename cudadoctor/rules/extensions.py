@@ -27,13 +27,6 @@ NO_KERNELS = entry(
     on this GPU fails with "no kernel image is available for execution on the device", however well torch
     itself works. Prebuilt wheels of such packages target a list of architectures and a CUDA and torch
     release; a source build compiles for the architectures in TORCH_CUDA_ARCH_LIST.""",
-    [
-        fix(
-            "Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)",
-            'TORCH_CUDA_ARCH_LIST="8.6" python -m pip install --no-build-isolation --no-deps --no-cache-dir '
-            "--force-reinstall --no-binary flash-attn flash-attn==2.6.3",
-        )
-    ],
 )
 PTX_ONLY = entry(
     "CD241",
