@@ -39,6 +39,12 @@ TARGETS: dict[str, tuple[list[str], list[str], list[str]]] = {
         ["sm_80", "sm_90"],
         ["compute_90"],
     ),
+    # every payload compressed, cubins included, and sm_120's longer entry headers
+    "compressed": (
+        ["arch=compute_75,code=sm_75", "arch=compute_120,code=[sm_120,compute_120]", "-Xfatbin", "-compress-all"],
+        ["sm_75", "sm_120"],
+        ["compute_120"],
+    ),
 }
 
 H100 = 'driver 580.65.06\ncuda 13000\ndevice name="NVIDIA H100 80GB HBM3" cc=9.0 total=85520809984 used=1073741824\n'
@@ -56,7 +62,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     def build(name: str) -> Path:
         so = out / f"{name}.so"
-        gencode = [arg for g in TARGETS[name][0] for arg in ("-gencode", g)]
+        gencode = [arg for g in TARGETS[name][0] for arg in ([g] if g.startswith("-") else ["-gencode", g])]
         cmd = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", *gencode, "k.cu", "-o", so.name]
         r = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
@@ -72,6 +78,8 @@ def test_fatbin_reads_the_archs_nvcc_wrote(built: dict[str, Path], name: str) ->
     archs = fatbin.read_archs(str(built[name]))
     assert archs is not None and archs.error is None
     assert (archs.sass, archs.ptx) == (TARGETS[name][1], TARGETS[name][2])
+    if name == "compressed":
+        assert archs.compressed == archs.entries > 0  # counted by their headers all the same
 
 
 def test_fatbin_reads_headers_only(built: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
