@@ -261,3 +261,27 @@ def test_a_saved_report_replays_the_extension_findings(run_cli, built, tmp_path:
     saved.write_text(json.dumps(old))
     r = run_cli("check", "--json", "--from", str(saved))
     assert r.code in (0, 1, 3) and "CD240" not in r.codes() and "Traceback" not in r.stderr
+
+
+def test_a_report_shows_an_extension_built_for_another_cuda(run_cli, built, tmp_path: Path) -> None:
+    """nvcc 13 links libcudart.so.13 (-cudart shared): beside a CUDA 12.8 torch that is CD244. The CPU torch
+    here has no CUDA, so the saved report says which torch the machine had, as a CUDA box's report would."""
+    needed = fatbin.read_links(str(built["sm80"])).needed
+    (cudart,) = [n for n in needed if n.startswith("libcudart.so.")]
+    major = int(cudart.split(".")[2])
+    site = _install(tmp_path / "site", built["sm80"])
+    saved = tmp_path / "report.json"
+    run_cli("check", "--only", "driver,extensions", "--output", str(saved), machine=H100, env=_env(site))
+    report = json.loads(saved.read_text())
+    other = "12.8" if major != 12 else "13.0"
+    report["facts"]["torch"] = {"python_executable": "/opt/venv/bin/python", "installed": True, "version": "2.9.1"}
+    report["facts"]["torch"].update(cuda=other, cuda_built=True)
+    saved.write_text(json.dumps(report))
+    r = run_cli("check", "--json", "--from", str(saved))
+    f = next(f for f in r.json["findings"] if f["code"] == "CD244")
+    assert f["title"] == f"fastops 1.2.0 was built for CUDA {major}, torch 2.9.1 for CUDA {other}"
+    assert f"fastops/_C.so links {cudart}." in f["why"]
+    python = report["facts"]["extensions"]["python_executable"]  # the interpreter the extensions are in
+    assert f["fix"][0]["commands"][0].startswith(f'TORCH_CUDA_ARCH_LIST="9.0" {python} -m pip install')
+    text = run_cli("check", "--lang", "zh_CN", "--from", str(saved)).stdout
+    assert f"fastops 1.2.0 是为 CUDA {major} 构建的" in text

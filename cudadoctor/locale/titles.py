@@ -339,6 +339,7 @@ TEMPLATES: tuple[str, ...] = (
     N_("{package} runs on {gpu} only through PTX JIT"),
     N_("{package} was built for torch {pin}, but torch {version} is installed"),
     N_("CUDA extensions: {names}"),
+    N_("{package} was built for CUDA {major}, torch {version} for CUDA {cuda}"),
 )
 
 # Fix labels built from facts (rules/install_advice.py): "LABEL (NOTE)", the note's parts joined by "; ".
@@ -490,9 +491,12 @@ LABELS: tuple[str, ...] = (
     N_("No PyTorch release in cudadoctor's tables supports it"),
     N_("{library} carries: {archs}"),
     N_(
-        "Or install a {pkg} wheel built for compute capability {cc} and this torch, from the project's release page or index"
+        "Or install a {pkg} wheel built for compute capability {cc} and this torch, "
+        "from the project's release page or index"
     ),
     N_("{library} links torch's C++ library"),
+    N_("{library} links libcudart.so.{major}"),
+    N_("Or install a {pkg} wheel built for CUDA {cuda} and this torch, from the project's release page or index"),
     # the most general last: the first template that matches wins
     N_("{label}: CUDA {cuda}"),
     N_("{label}: install the NVIDIA driver"),

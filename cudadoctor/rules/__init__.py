@@ -68,7 +68,7 @@ ROOT_CAUSES = ("CD101", "CD102", "CD103", "CD104", "CD107", "CD108", "CD109", "C
 CONSEQUENCES = ("CD122", "CD210", "CD215", "CD404", "CD412", "CD501", "CD502", "CD505", "CD506")
 # Errors in packages beside torch (torchvision, CUDA extensions): real, but never why torch itself cannot
 # use CUDA (torch.cuda.is_available() is False), so never named as its cause.
-BESIDE_TORCH = ("CD222", "CD240", "CD241", "CD242")
+BESIDE_TORCH = ("CD222", "CD240", "CD241", "CD242", "CD244")
 
 
 def _one_story(findings: list[Finding]) -> None:

@@ -51,6 +51,18 @@ OTHER_TORCH = entry(
     fails at import with `undefined symbol: _ZN3c10…` or an operator that "does not exist". pip installed it
     anyway because something installed torch afterwards (or --no-deps).""",
 )
+OTHER_CUDA = entry(
+    "CD244",
+    "extension-built-for-other-cuda",
+    Severity.WARNING,
+    SECTION,
+    "A CUDA extension was built for another CUDA major version than torch",
+    """The package's shared object links the CUDA runtime of another major version (libcudart.so.12 beside
+    a CUDA 13 torch, or the reverse). torch's wheels bring only their own CUDA's libraries: unless something
+    else installs that runtime (an nvidia-cuda-runtime wheel, a toolkit on the library path), the import
+    fails with "libcudart.so.12: cannot open shared object file"; when it is found, two CUDA runtimes share
+    the process, and the package was built against another torch build than this one.""",
+)
 SEEN = entry(
     "CD243",
     "cuda-extensions",
@@ -187,6 +199,48 @@ def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
     return out
 
 
+def _cudart_major(lib: ExtensionLibrary) -> int | None:
+    """12 from a DT_NEEDED "libcudart.so.12"; None when it links no CUDA runtime (or a static one)."""
+    for name in lib.needed:
+        if name.startswith("libcudart.so."):
+            major = name[len("libcudart.so.") :].split(".")[0]
+            return int(major) if major.isdigit() else None
+    return None
+
+
+def _cuda_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> list[Finding]:
+    t = f.torch
+    ours = parse_cc(t.cuda) if t is not None and t.cuda else None  # "13.0" -> (13, 0)
+    if t is None or ours is None:
+        return []
+    out = []
+    for p in e.packages:
+        other = next(((lib, m) for lib in p.libraries if (m := _cudart_major(lib)) and m != ours[0]), None)
+        if other is None:
+            continue
+        lib, major = other
+        why = (
+            f"{OTHER_CUDA.explanation} {lib.path} links libcudart.so.{major}. "
+            f"Or install a {p.name} wheel built for CUDA {ours[0]} and this torch, from the project's release "
+            "page or index."
+        )
+        out.append(
+            OTHER_CUDA.finding(
+                title=f"{_package(p)} was built for CUDA {major}, torch {t.version} for CUDA {t.cuda}",
+                why=why,
+                fix=[
+                    fix(
+                        "Rebuild it from source against this torch and its CUDA",
+                        *rebuild_commands(f, e, p, [cc for _, cc in gpus]),
+                    )
+                ]
+                if gpus
+                else [],
+            )
+        )
+    return out
+
+
 def _seen(e: ExtensionFacts) -> Finding:
     rows = []
     for p in e.packages:
@@ -205,4 +259,4 @@ def evaluate(f: Facts) -> list[Finding]:
     if e is None or not e.packages:
         return []
     gpus = [(name, cc) for name, cc in dict.fromkeys(install_advice.gpu_capabilities(f)) if parse_cc(cc)]
-    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), _seen(e)]
+    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), *_cuda_findings(f, e, gpus), _seen(e)]

@@ -8,7 +8,8 @@ from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, Extens
 from cudadoctor.rules.examples.base import VENV, _driver_580, _gpu, _libcuda, _ubuntu, _venv_torch
 
 _FLASH = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
-_LINKS = ["libc10.so", "libtorch.so", "libcudart.so.12"]
+_LINKS = ["libc10.so", "libtorch.so", "libcudart.so.13"]
+_LINKS_CU12 = ["libc10.so", "libtorch.so", "libcudart.so.12"]
 
 
 def extension_machines() -> list[Facts]:
@@ -33,7 +34,7 @@ def extension_machines() -> list[Facts]:
                 ],
             ),
         ),
-        # a custom op with PTX for Turing only on an RTX 5090, and an xformers pinned to an older torch
+        # a custom op with PTX for Turing only on an RTX 5090, and an xformers built for an older torch and CUDA 12
         Facts(
             system=_ubuntu(),
             driver=_driver_580(rtx5090),
@@ -47,7 +48,11 @@ def extension_machines() -> list[Facts]:
                         "xformers",
                         "0.0.28.post3",
                         "torch==2.5.1",
-                        [ExtensionLibrary("xformers/_C.so", ["sm_80", "sm_90", "sm_120"], ["compute_120"], _LINKS, 40)],
+                        [
+                            ExtensionLibrary(
+                                "xformers/_C.so", ["sm_80", "sm_90", "sm_120"], ["compute_120"], _LINKS_CU12, 40
+                            )
+                        ],
                     ),
                 ],
             ),
