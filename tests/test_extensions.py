@@ -285,3 +285,62 @@ def test_a_report_shows_an_extension_built_for_another_cuda(run_cli, built, tmp_
     assert f["fix"][0]["commands"][0].startswith(f'TORCH_CUDA_ARCH_LIST="9.0" {python} -m pip install')
     text = run_cli("check", "--lang", "zh_CN", "--from", str(saved)).stdout
     assert f"fastops 1.2.0 是为 CUDA {major} 构建的" in text
+
+
+def _elf(section: bytes) -> bytes:
+    """A minimal 64-bit little-endian ELF with one `.nv_fatbin` section holding `section`."""
+    import struct
+
+    names = b"\0.nv_fatbin\0.shstrtab\0"
+    data_off = 64
+    names_off = data_off + len(section)
+    shoff = (names_off + len(names) + 7) & ~7
+    head = struct.pack(
+        "<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + bytes(9), 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 2
+    )
+    shdr = struct.Struct("<IIQQQQIIQQ")
+    table = shdr.pack(*[0] * 10)
+    table += shdr.pack(1, 1, 0, 0, data_off, len(section), 0, 0, 8, 0)
+    table += shdr.pack(12, 3, 0, 0, names_off, len(names), 0, 0, 1, 0)
+    body = head + section + names
+    return body + bytes(shoff - len(body)) + table
+
+
+def _container(*entries: tuple[int, int, int]) -> bytes:
+    """A fat-binary container of (kind, arch, flags) entries, each with an 8-byte payload."""
+    import struct
+
+    body = b"".join(
+        struct.pack("<HHIQIIHHIIIQQQ", kind, 0x101, 64, 8, 0, 0, 0, 1, arch, 0, 0, flags, 0, 0) + bytes(8)
+        for kind, arch, flags in entries
+    )
+    return struct.pack("<IHHQ", fatbin.FATBIN_MAGIC, 1, 16, len(body)) + body
+
+
+def test_fatbin_skips_zeros_between_containers_and_stops_at_garbage(tmp_path: Path) -> None:
+    so = tmp_path / "x.so"
+    so.write_bytes(_elf(_container((2, 80, 0x11)) + bytes(24) + _container((2, 90, 0x100011), (1, 90, 0x8011))))
+    archs = fatbin.read_archs(str(so))
+    assert archs is not None and archs.error is None
+    assert (archs.sass, archs.ptx, archs.compressed) == (["sm_80", "sm_90a"], ["compute_90"], 1)
+    so.write_bytes(_elf(_container((2, 80, 0x11)) + b"garbage!" * 4))
+    archs = fatbin.read_archs(str(so))
+    assert archs is not None and archs.sass == ["sm_80"] and "no fat-binary header" in (archs.error or "")
+
+
+def test_torchvision_without_torch_s_arch_follows_torch_s_finding() -> None:
+    """One story: torchvision lacking sm_120 like its torch is torch's finding (its fix brings the pair);
+    torchvision lacking an arch its torch has is its own."""
+    vision = ExtensionPackage(
+        "torchvision", "0.28.0", "torch==2.13.0", [ExtensionLibrary("torchvision/_C.so", ["sm_80"], [])]
+    )
+
+    def codes(torch_flags: list[str]) -> set[str]:
+        f = _facts("12.0", *vision.libraries)
+        f.extensions = ExtensionFacts(packages=[vision])
+        f.torch.arch_flags = torch_flags  # type: ignore[union-attr]
+        f.torch.version = "2.13.0+cu130"  # type: ignore[union-attr]
+        return {x.code for x in evaluate(f, [])}
+
+    assert "CD240" not in codes(["sm_80", "sm_90"])
+    assert "CD240" in codes(["sm_80", "sm_90", "sm_120"])

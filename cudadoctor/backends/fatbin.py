@@ -42,6 +42,7 @@ _ENTRY = struct.Struct("<HHIQIIHHIIIQ")  # kind, ?, header size, payload, compre
 MAX_SECTIONS = 1 << 16
 MAX_NAMES = 4 << 20  # the section-name table
 MAX_ENTRIES = 200_000  # cuBLASLt carries ~5,400
+MAX_PADDING = 512  # 8-byte steps over zeros between containers before the section is taken as garbage
 MAX_DYNAMIC = 64 << 20  # .dynsym + .dynstr of the largest extensions are a few MB
 
 SHT_DYNSYM, SHT_DYNAMIC = 11, 6
@@ -117,14 +118,17 @@ def _entries(fh: BinaryIO, start: int, size: int, found: Archs) -> None:
     pos, end = start, start + size
     sass: dict[str, None] = {}
     ptx: dict[str, None] = {}
+    padding = 0
     while pos + _CONTAINER.size <= end:
-        magic, _version, header_size, payload = _CONTAINER.unpack(_read(fh, pos, _CONTAINER.size))
+        raw = _read(fh, pos, _CONTAINER.size)
+        magic, _version, header_size, payload = _CONTAINER.unpack(raw)
         if magic != FATBIN_MAGIC or header_size < _CONTAINER.size:
-            if magic == 0 and pos % 8:  # padding up to the next 8-byte boundary
-                pos += 8 - pos % 8
+            if raw[:8] == bytes(8) and padding < MAX_PADDING:  # zeros between or after containers
+                pos, padding = pos + 8, padding + 1
                 continue
             found.error = f"no fat-binary header at section offset {pos - start}"
             break
+        padding = 0
         entry, container_end = pos + header_size, min(pos + header_size + payload, end)
         while entry + _ENTRY.size <= container_end:
             kind, _v, ehs, psize, _c, _o, _minor, _major, arch, _n1, _n2, flags = _ENTRY.unpack(

@@ -75,6 +75,12 @@ SEEN = entry(
 )
 
 
+# Installed as torch's pair, from the same index and build (their torch pin is CD222's).
+_COMPANIONS = ("torchvision", "torchaudio")
+# Rows of the CD243 table: a package with hundreds of CUDA objects must not flood the report.
+MAX_ROWS = 40
+
+
 def _label(name: str, cc: str) -> str:
     return f"{name} (compute capability {cc}, {arch_name(cc)})"
 
@@ -129,6 +135,22 @@ def _wheel_advice(p: ExtensionPackage, cc: str) -> str:
     )
 
 
+_RANK = {"none": 0, "ptx": 1, "sm": 2}
+
+
+def _follows_torch(f: Facts, p: ExtensionPackage, cc: str, worst: str) -> bool:
+    """torchvision/torchaudio no better off than torch itself on cc: torch's finding (CD205/CD206/CD217)
+    tells that story, and its fix (the build for this GPU) brings the matching pair. Whether it is needs
+    torch's arch list (or its official wheel's): unknown, the pair says nothing either."""
+    if p.name.lower() not in _COMPANIONS:
+        return False
+    t = f.torch
+    machine = f.system.machine if f.system else None
+    flags = (t.arch_flags or wheels.official_arch_flags(t.version, machine)) if t is not None else None
+    theirs = wheels.coverage(flags, cc) if flags else None
+    return theirs is None or _RANK[worst] >= _RANK[theirs]
+
+
 def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> list[Finding]:
     out: list[Finding] = []
     for p in e.packages:
@@ -139,7 +161,7 @@ def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
             missing = [lib for lib in p.libraries if how[lib.path] == "none"]
             jit = [lib for lib in p.libraries if how[lib.path] == "ptx"]
             worst = missing or jit
-            if not worst:
+            if not worst or _follows_torch(f, p, cc, "none" if missing else "ptx"):
                 continue
             files = "; ".join(f"{lib.path} carries: {_carries(lib)}" for lib in worst[:4])
             why_entry = NO_KERNELS if missing else PTX_ONLY
@@ -163,10 +185,6 @@ def _exact_pin(requirement: str | None) -> str | None:
 def _same_release(pin: str, installed: str) -> bool:
     base = installed.split("+")[0]
     return pin == installed if "+" in pin else pin == base
-
-
-# Reported by the torchvision/torchaudio check (CD222) with their own pairing table.
-_COMPANIONS = ("torchvision", "torchaudio")
 
 
 def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
@@ -247,6 +265,8 @@ def _seen(e: ExtensionFacts) -> Finding:
         for lib in p.libraries:
             links = {True: "yes", False: "no", None: "?"}[lib.links_torch]
             rows.append([_package(p), lib.path, " ".join(lib.sass) or "-", " ".join(lib.ptx) or "-", links])
+    if len(rows) > MAX_ROWS:
+        rows = [*rows[: MAX_ROWS - 1], ["…", f"{len(rows) - MAX_ROWS + 1} more", "", "", ""]]
     names = ", ".join(_package(p) for p in e.packages[:6]) + (", …" if len(e.packages) > 6 else "")
     return SEEN.finding(
         title=f"CUDA extensions: {names}",
