@@ -39,7 +39,19 @@ def _prefetch_gpus(args: list[str]) -> None:
     pick = any(a == "--pick" or a.startswith("--pick=") for a in args)
     from cudadoctor.backends.nvml_isolated import prefetch
 
-    prefetch(with_processes=not pick or "--json" in args)  # --pick skips process details
+    prefetch(with_processes=not pick or "--json" in args, timeout=_timeout_guess(args))  # --pick: no processes
+
+
+def _timeout_guess(args: list[str]) -> float:
+    """gpus --timeout, as far as the words say before click parses them (a wrong guess: see above)."""
+    for i, a in enumerate(args):
+        value = a[len("--timeout=") :] if a.startswith("--timeout=") else args[i + 1] if a == "--timeout" else None
+        if value is not None:
+            try:
+                return float(value)
+            except ValueError:
+                return 15.0
+    return 15.0
 
 
 # set by main(): the process is the doctor's own, so a command may end it without the interpreter's

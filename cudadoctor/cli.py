@@ -26,8 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "triage": ("cudadoctor.commands.triage:triage", "Diagnose a paste: collect_env, nvidia-smi, errors."),
     "explain": ("cudadoctor.commands.explain:explain", "The page of a finding code, with its fixes."),
     "ckpt": ("cudadoctor.commands.ckpt:ckpt", "Why torch.load fails on a checkpoint, and a fixed copy."),
+    "fit": ("cudadoctor.commands.fit:fit", "Will a model fit: its memory by precision against each GPU's free memory."),
     "watch": ("cudadoctor.commands.watch:watch", "Run a training command; say why its GPU idles, with fixes."),
-    "fleet": ("cudadoctor.commands.fleet:fleet", "Run under torchrun: the nodes of a job checked side by side."),
+    "fleet": ("cudadoctor.commands.fleet:fleet", "The nodes of a job checked side by side; it starts torchrun."),
+    "mcp": ("cudadoctor.commands.mcp:mcp", "Serve the doctor to coding agents (Model Context Protocol, stdio)."),
     "completion": ("cudadoctor.commands.completion:completion", "Print the shell completion script."),
 }
 
@@ -36,7 +38,7 @@ class Seconds(click.FloatRange):
     """A time bound in seconds: finite ("nan" and "inf" would remove the bound), at least `min` and at most
     a million (a deadline further off overflows the platform's time_t in waits)."""
 
-    name = "seconds"
+    name = "number of seconds"  # click's "'x' is not a valid {name}."
     MOST = 1e6
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
@@ -44,9 +46,11 @@ class Seconds(click.FloatRange):
 
         result = super().convert(value, param, ctx)
         if not math.isfinite(result):
-            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+            self.fail(_("{value} is not a finite number of seconds").format(value=repr(value)), param, ctx)
         if result > self.MOST:
-            self.fail(f"{value!r} is more than {self.MOST:g} seconds", param, ctx)
+            self.fail(
+                _("{value} is more than {most} seconds").format(value=repr(value), most=f"{self.MOST:g}"), param, ctx
+            )
         return result
 
 
@@ -55,9 +59,18 @@ class UsageError(click.UsageError):
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """The one usage-error style: `cudadoctor: message` on stderr, exit 2."""
-    click.echo(f"cudadoctor: {message}", err=True)
+    """The one usage-error style: `cudadoctor: message` on stderr, exit 2, in the user's language (a
+    message not written with `_()` is translated here, by its template: locale/usage.py)."""
+    click.echo(f"cudadoctor: {_usage(message)}", err=True)
     sys.exit(code)
+
+
+def _usage(message: str) -> str:
+    if i18n.current() == i18n.ENGLISH:
+        return message  # without importing the templates
+    from cudadoctor.locale.usage import translate
+
+    return translate(message)
 
 
 def echo(text: str, err: bool = False, nl: bool = True) -> None:
@@ -94,7 +107,7 @@ def _translate_click() -> None:
 
     for module in (click.core, click.decorators, click.exceptions, click.formatting, click.parser, click.types):
         if hasattr(module, "_"):
-            module._ = i18n._  # type: ignore[attr-defined]
+            module._ = _click_words  # type: ignore[attr-defined]
         if hasattr(module, "ngettext"):
             module.ngettext = i18n.ngettext  # type: ignore[attr-defined]
     # help wraps by display width in a language with wide characters (click counts characters)
@@ -121,6 +134,21 @@ def _translate_click() -> None:
 
     click.formatting.wrap_text = wrap_text  # type: ignore[assignment]
     click.formatting.term_len = term_len  # type: ignore[assignment]
+
+
+class _ClickMessage(str):
+    """A translated click message whose placeholders may hold click's own words (a type's name in "'x' is
+    not a valid {number_type}."): they are translated too when click formats it."""
+
+    WORDS = ("number_type", "param_type")
+
+    def format(self, *args: Any, **kwargs: Any) -> str:
+        words = {k: i18n._(v) for k, v in kwargs.items() if k in self.WORDS and isinstance(v, str)}
+        return str.format(self, *args, **{**kwargs, **words})
+
+
+def _click_words(message: str) -> str:
+    return _ClickMessage(i18n._(message))
 
 
 _translate_click()
@@ -252,6 +280,18 @@ def names_option(option: str, value: str | None, known: list[str]) -> set[str]:
     return names
 
 
+def complete_probe_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of a comma-separated list of probe names (`--only driver,to<TAB>`): the name being
+    typed, after the ones already given, which it does not offer again."""
+    from click.shell_completion import CompletionItem
+
+    from cudadoctor import probes
+
+    done, comma, last = incomplete.rpartition(",")
+    given = {n.strip() for n in done.split(",")}
+    return [CompletionItem(done + comma + n) for n in probes.names() if n.startswith(last) and n not in given]
+
+
 def size_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from cudadoctor.knowledge.units import parse_size
 
@@ -275,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # usage errors: one line, exit 2
+        if isinstance(exc, (click.BadParameter, UsageError)):
+            exc.message = _usage(exc.message)  # our own words inside click's frame ("Invalid value for …")
         message = " ".join(exc.format_message().split())  # one line: click indents its choices with tabs
         if isinstance(exc, click.UsageError) and exc.ctx is not None and not isinstance(exc, UsageError):
             message += _(" (see `{command} --help`)").format(command=exc.ctx.command_path)

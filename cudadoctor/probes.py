@@ -259,6 +259,11 @@ def default_probes() -> list[Probe]:
     return [p for p in REGISTRY if p.default]
 
 
+def bounds_text() -> str:
+    """The --timeout help: every probe's own bound, from the registry."""
+    return ", ".join(f"{p.name} {p.timeout:g} s" for p in REGISTRY)
+
+
 def help_text() -> str:
     """The --only/--skip help: every probe name, from the registry."""
     return ", ".join(p.name for p in REGISTRY)
@@ -271,12 +276,13 @@ def select(
     extra: set[str] | None = None,
     registry: Sequence[Probe] = REGISTRY,
 ) -> list[Probe]:
-    """--only picks from every probe; otherwise the default checks, plus the others with --full
-    (or `extra`, which a requirement may need); --skip removes."""
+    """--only picks from every probe; otherwise the default checks, plus the others with --full; either
+    way with `extra`, the probes a requirement needs to be judged at all; --skip removes."""
+    extra = extra or set()
     if only:
-        chosen = [p for p in registry if p.name in only]
+        chosen = [p for p in registry if p.name in only or p.name in extra]
     else:
-        chosen = [p for p in registry if p.default or full or p.name in (extra or set())]
+        chosen = [p for p in registry if p.default or full or p.name in extra]
     return [p for p in chosen if p.name not in skip]
 
 
@@ -296,8 +302,10 @@ def run_probes(
     staged = [p for p in probes if p.stage is not None]
     ctx.session = staged if len(staged) > 1 else []
     waits = dict(ctx.bounds)
+    usual = {p.name: float(p.timeout) for p in probes}  # what each would have had without --timeout
     for i, p in enumerate(ctx.session):
         waits[p.name] = sum(ctx.bounds[q.name] for q in ctx.session[: i + 1])
+        usual[p.name] = sum(float(q.timeout) for q in ctx.session[: i + 1])
 
     def work(probe: Probe) -> None:
         start = time.monotonic()
@@ -329,6 +337,8 @@ def run_probes(
                     "timeout",
                     round(time.monotonic() - start, 3),
                     error=f"did not finish within {limit:g} s",
+                    bound=limit,
+                    default_bound=usual[probe.name],
                 )
             )
         elif probe.name in errors:

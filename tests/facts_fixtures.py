@@ -14,6 +14,7 @@ from cudadoctor.facts import (
     TorchDevice,
     TorchFacts,
 )
+from cudadoctor.facts.libraries import EnvironmentManager, LibraryFacts
 
 GiB = 1 << 30
 
@@ -23,6 +24,7 @@ def linux(**kw) -> SystemFacts:
         os="Linux",
         os_release="Ubuntu 22.04.4 LTS",
         os_id="ubuntu",
+        machine="x86_64",
         python_version="3.11.7",
         hostname="gpu-box-17",
         user="alice",
@@ -103,6 +105,8 @@ def torch_cuda(
 
     kw.setdefault("cudnn_version", 91002 if available else None)
     kw.setdefault("cudnn_present", True if available else None)
+    if "loaded_libraries" not in kw:  # raw library paths are classified into `libraries` by the rules
+        kw.setdefault("libraries", pip_venv())
 
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
@@ -123,7 +127,15 @@ def torch_cuda(
     )
 
 
+def pip_venv() -> LibraryFacts:
+    """What the torch child's environment facts give for /opt/venv: a plain venv pip installs into (an
+    install command needs to know what manages the environment)."""
+    return LibraryFacts(manager=EnvironmentManager(kind="pip", prefix="/opt/venv", externally_managed=False))
+
+
 def torch_cpu(version: str = "2.13.0+cpu", **kw) -> TorchFacts:
+    if "loaded_libraries" not in kw:  # raw library paths are classified into `libraries` by the rules
+        kw.setdefault("libraries", pip_venv())
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
         installed=True,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEMS
 from tests.conftest import H100_HEALTHY
 
@@ -156,3 +158,69 @@ def test_visible_devices_table_and_hidden_devices(run_cli):
     assert table["tables"][0]["rows"][0][:2] == ["cuda:0", "1"]  # cuda:0 is nvidia-smi's GPU 1
     r = run_cli("check", "--json", "--skip", "torch", machine=machine, env={"CUDA_VISIBLE_DEVICES": ""})
     assert "CD301" in r.codes() and r.code == EXIT_PROBLEMS
+
+
+NVML_ERRORS = """\
+device name="NVIDIA H100 80GB HBM3" cc=9.0
+device name="NVIDIA A100-SXM4-80GB" cc=8.0 mig=1
+mig gpu=1 uuid=MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee total=10737418240 used=1073741824
+fail_in nvmlSystemGetDriverVersion 999
+fail_in nvmlSystemGetCudaDriverVersion_v2 999
+fail_in nvmlSystemGetCudaDriverVersion 999
+fail_in nvmlSystemGetNVMLVersion 999
+fail_in nvmlDeviceGetMigMode 999 gpu=0
+fail_in nvmlDeviceGetMigDeviceHandleByIndex 999 gpu=1
+"""
+SYSTEM_CALLS = ["nvmlSystemGetCudaDriverVersion", "nvmlSystemGetDriverVersion", "nvmlSystemGetNVMLVersion"]
+
+
+def test_nvml_errors_for_versions_and_mig_are_named_in_both_jsons(run_cli):
+    """An error answer (not NOT_SUPPORTED) for the driver, CUDA or NVML version, a GPU's MIG mode or its MIG
+    devices is named, as other query errors are: never read as "no MIG" or silently unknown."""
+    gpus = run_cli("gpus", "--json", machine=NVML_ERRORS).json
+    assert all(gpus["query_errors"][c] == "UNKNOWN" for c in SYSTEM_CALLS)
+    assert gpus["driver_version"] is None and gpus["cuda_driver_version"] is None
+    assert gpus["gpus"][0]["unsupported"] == {"mig_mode": "UNKNOWN"}
+    assert gpus["gpus"][1]["unsupported"] == {"mig_devices": "UNKNOWN"}
+    check = run_cli("check", "--skip", "torch", "--json", machine=NVML_ERRORS).json
+    driver = check["facts"]["driver"]
+    assert all(driver["query_errors"][c] == "UNKNOWN" for c in SYSTEM_CALLS)
+    assert driver["devices"][0]["unsupported"] == {"mig_mode": "UNKNOWN"}
+    assert driver["devices"][1]["unsupported"] == {"mig_devices": "UNKNOWN"}
+    f = next(f for f in check["findings"] if f["code"] == "CD107" and "could not answer" in f["title"])
+    named = [row[0] for t in f["tables"] for row in t["rows"]]  # the title names four; the table all
+    assert "GPU 0 mig_mode" in named and "GPU 1 mig_devices" in named and "nvmlSystemGetDriverVersion" in named
+
+
+def test_not_supported_and_an_answering_fallback_are_not_errors(run_cli):
+    """NOT_SUPPORTED is a GPU without MIG; a _v2 that fails while the older call answers leaves the fact known."""
+    m = (
+        'device name="NVIDIA H100 80GB HBM3" cc=9.0\n'
+        "fail_in nvmlDeviceGetMigMode 3\nfail_in nvmlSystemGetCudaDriverVersion_v2 999\n"
+    )
+    gpus = run_cli("gpus", "--json", machine=m).json
+    assert gpus["query_errors"] == {} and gpus["gpus"][0]["unsupported"] == {}
+    assert gpus["cuda_driver_version"] == "12.2"
+    check = run_cli("check", "--skip", "torch", "--json", machine=m)
+    assert not any("could not answer" in f["title"] for f in check.json["findings"])
+
+
+@pytest.mark.parametrize(
+    "how,state,code", [("crash_in", "CRASHED", EXIT_PROBLEMS), ("hang_in", "HUNG", EXIT_INCOMPLETE)]
+)
+def test_check_names_a_sick_gpu_and_still_reads_the_others(run_cli, how, state, code):
+    """check reads NVML in a fresh interpreter (its probes run on threads): the same skip-and-go-on holds,
+    within the driver probe's bound (a hung GPU is cut at half of it by the child's watchdog)."""
+    m = H100_HEALTHY * 3 + f"{how} nvmlDeviceGetName gpu=1\n"
+    start = time.monotonic()
+    r = run_cli("check", "--skip", "torch", "--json", "--timeout", "4", machine=m)
+    assert time.monotonic() - start < 4 + 5
+    devices = r.json["facts"]["driver"]["devices"]
+    assert [d["name"] for d in devices] == ["NVIDIA H100 80GB HBM3", None, "NVIDIA H100 80GB HBM3"]
+    assert devices[1]["error"] == state and "nvmlDeviceGetName" in devices[1]["failure"]
+    f = finding(r, "CD107")
+    assert "nvmlDeviceGetName on GPU 1" in f["title"] and "could not be read" not in f["title"]
+    assert "CD105" not in r.codes()  # one finding for one cause
+    assert "CD300" not in r.codes()  # "CUDA sees 2 of 3 GPUs" would be a guess: CUDA may count GPU 1
+    # a crash in NVML is a finding (exit 1); a GPU that never answered leaves the report incomplete (exit 3)
+    assert r.code == code

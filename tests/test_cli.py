@@ -17,7 +17,7 @@ from cudadoctor.cli import cli
 from cudadoctor.probes import REGISTRY, Probe
 from cudadoctor.probes import names as probe_names
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_PROBLEMS, EXIT_USAGE, SCHEMA_VERSION
-from tests.conftest import ROOT, real_driver_present
+from tests.conftest import H100_HEALTHY, ROOT, real_driver_present
 
 
 @pytest.fixture
@@ -191,6 +191,64 @@ def test_explain(runner):
     assert runner.invoke(cli, ["explain", "CD999"]).exit_code == EXIT_USAGE
 
 
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "cudadoctor", *args], capture_output=True, text=True, env=e, timeout=60
+    )
+
+
+def test_explain_list_is_every_code_with_its_severity_and_summary_in_80_columns():
+    from cudadoctor.render.layout import display_width
+    from cudadoctor.rules import CATALOGUE
+
+    r = _cli("explain", "--list")
+    assert r.returncode == 0 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == sorted(CATALOGUE)  # every code, once, in order
+    assert "CD103  error    Driver/library version mismatch" in lines
+    assert "CD711  info     " + CATALOGUE["CD711"].summary in lines
+    assert all(len(ln) <= 80 for ln in lines) and any(ln.endswith("…") for ln in lines)
+    zh = _cli("--lang", "zh_CN", "explain", "--list")
+    assert zh.returncode == 0 and "CD103  错误  " in zh.stdout
+    assert all(display_width(ln) <= 80 for ln in zh.stdout.splitlines())
+    both = _cli("explain", "--list", "CD101")
+    assert both.returncode == EXIT_USAGE and both.stderr == "cudadoctor: give a code or --list, not both\n"
+    none = _cli("explain")
+    assert none.returncode == EXIT_USAGE and "cudadoctor explain --list" in none.stderr
+    assert none.stderr.count("\n") == 1
+
+
+def _complete(words: str, shell: str = "bash") -> list[str]:
+    """What the shell offers at the end of `words`, as its completion script asks click for it."""
+    cword = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+    env = {"_CUDADOCTOR_COMPLETE": f"{shell}_complete", "COMP_WORDS": words, "COMP_CWORD": cword}
+    r = _cli(env=env)
+    assert r.returncode == 0, r.stderr
+    return [ln.split(",", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("plain,")]
+
+
+def test_completion_of_probe_names_and_finding_codes():
+    assert _complete("cudadoctor check --only dri") == ["driver"]
+    assert _complete("cudadoctor check --only driver,to") == ["driver,torch", "driver,toolkit"]
+    # a name already in the list is not offered again
+    offered = _complete("cudadoctor check --skip torch,")
+    assert "torch,driver" in offered and "torch,torch" not in offered and len(offered) == len(probe_names()) - 1
+    assert _complete("cudadoctor check --only ") == probe_names()
+    codes = _complete("cudadoctor explain CD10")
+    assert codes[:3] == ["CD100", "CD101", "CD102"] and all(c.startswith("CD10") for c in codes)
+    assert _complete("cudadoctor explain cd70") == codes_starting("CD70")
+    # zsh shows each code's summary beside it
+    env = {"_CUDADOCTOR_COMPLETE": "zsh_complete", "COMP_WORDS": "cudadoctor explain CD103", "COMP_CWORD": "2"}
+    assert _cli(env=env).stdout.splitlines()[:3] == ["plain", "CD103", "Driver/library version mismatch"]
+
+
+def codes_starting(prefix: str) -> list[str]:
+    from cudadoctor.rules import CATALOGUE
+
+    return sorted(c for c in CATALOGUE if c.startswith(prefix))
+
+
 def test_check_never_imports_torch():
     code = (
         "import sys; from cudadoctor.cli import cli\n"
@@ -239,3 +297,83 @@ def test_readme_and_help_name_every_probe_from_the_registry(runner):
     assert listed == probe_names()
     help_text = runner.invoke(cli, ["check", "--help"]).output
     assert all(name in " ".join(help_text.split()) for name in probe_names())
+
+
+def _block(text: str, head: str) -> str:
+    """One finding of a text report: its title line and everything indented under it, on one line."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if head in ln)
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
+    return " ".join(" ".join(lines[start:end]).split())
+
+
+def test_a_timeout_says_what_ran_out_and_the_likely_reason(run_cli, tmp_path):
+    """Issue 24: `check --timeout 0.5` on a machine with no GPU blamed "the NVIDIA driver itself hangs" and
+    offered `dmesg … Xid`, when torch's import outlasted the bound."""
+    slow = tmp_path / "slowtorch" / "torch"
+    slow.mkdir(parents=True)
+    (slow / "__init__.py").write_text("import time\ntime.sleep(20)\n")  # an import that outlasts the bound, always
+    no_driver = tmp_path / "no-driver"
+    no_driver.mkdir()
+    env = {"PYTHONPATH": f"{slow.parent}{os.pathsep}{ROOT}", "CUDADOCTOR_LIBRARY_DIRS": str(no_driver)}
+    r = run_cli("check", "--timeout", "0.5", env=env)
+    assert r.code == EXIT_INCOMPLETE
+    cd002 = _block(r.stdout, "CD002 The torch probe")
+    assert cd002.startswith("✗ CD002 The torch probe did not finish within 0.5 s It was importing torch")
+    assert "The bound, 0.5 s, is less than the 60 s this check gets by default: it was most likely still" in cd002
+    assert cd002.endswith("Fix — Give it its own bound, 60 s: cudadoctor check --timeout 60")
+    assert "Xid" not in cd002 and "dmesg" not in cd002 and "driver itself hangs" not in cd002
+    # a longer bound: the torch child is stopped at its share of it, and says so without blaming a driver
+    r = run_cli("check", "--timeout", "3", env=env)
+    assert r.code == EXIT_INCOMPLETE
+    cd212 = _block(r.stdout, "CD212 The torch child process did not finish in time")
+    assert "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted" in cd212
+    assert "Xid" not in cd212 and "dmesg" not in cd212
+    # every probe's own bound is in --help
+    help_text = " ".join(run_cli("check", "--help").stdout.split())
+    assert all(f"{p.name} {p.timeout:g} s" in help_text for p in REGISTRY), help_text
+
+
+def test_a_hang_is_blamed_on_what_the_facts_allow():
+    """A torch check that used its full bound: a hung driver only where a driver and a GPU are in use."""
+    from cudadoctor.report import ProbeOutcome
+    from cudadoctor.rules.doctor import evaluate
+    from tests.facts_fixtures import gpu, healthy
+
+    hung = ProbeOutcome("torch", "timeout", 60.0, "did not finish within 60 s", bound=60.0, default_bound=60.0)
+    facts = healthy([gpu(0, "NVIDIA H100 80GB HBM3", "9.0")])
+    facts.torch = None
+    (with_gpu,) = evaluate([hung], facts)
+    assert "Xid" in with_gpu.why and "dmesg" in with_gpu.fix[0].commands[0]
+    facts.driver.init_status, facts.driver.devices = "driver_not_loaded", []
+    (without,) = evaluate([hung], facts)
+    assert "Importing torch hangs or is very slow" in without.why and "Xid" not in without.why
+    assert without.fix[0].commands == ["cudadoctor check --only torch --timeout 240"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--format", "markdown", "--json"], "cudadoctor: --json and --format markdown ask for two formats: give one"),
+        (
+            ["--only", "driver", "--full"],
+            "cudadoctor: --only picks the checks, --full adds the measurements to all: give one "
+            "(--only driver,bandwidth,smoke,compile)",
+        ),
+        (
+            ["--only", "driver", "--transfer-size", "1GiB"],
+            "cudadoctor: --transfer-size sizes the bandwidth measurement, which does not run: "
+            "add --full or --only bandwidth",
+        ),
+        (
+            ["--from", "r.json", "--timeout", "5", "--only", "driver"],
+            "cudadoctor: --from replays a saved report, which runs no probe: it does not go with --only, --timeout",
+        ),
+    ],
+)
+def test_conflicting_options_are_a_usage_error(run_cli, args, message):
+    """Issue 24: `check --format markdown --json` silently printed JSON."""
+    r = run_cli("check", *args, machine=H100_HEALTHY)
+    assert (r.code, r.stdout, r.stderr) == (EXIT_USAGE, "", message + "\n")
+    # the same format twice is no conflict
+    assert run_cli("check", "--only", "driver", "--format", "json", "--json", machine=H100_HEALTHY).json

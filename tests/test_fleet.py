@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from cudadoctor.render.layout import display_width
 from tests.conftest import ROOT, fake_machine_env
 
 # the node check probes that need nothing but NVML and the OS: fast, and all the mismatch table needs
@@ -115,17 +116,7 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
     started: dict[str, Scenario] = {}
 
     def torchrun(name: str, scenario: str, nnodes: str, nproc: int, port: int, args: list[str], **kw) -> Node:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", "NCCL_"))}
-        env["PYTHONPATH"] = str(ROOT)
-        env["OMP_NUM_THREADS"] = "1"
-        env["CUDADOCTOR_FLEET_TEST"] = json.dumps({"tag": started[scenario].tag, **kw.get("test", {})})
-        if not kw.get("machine"):
-            # gloo on the CPU on any machine: with a real GPU the ranks would take cuda:LOCAL_RANK
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        else:
-            path = tmp / f"{name}.machine"
-            path.write_text(kw["machine"])
-            env.update(fake_machine_env(path, [nvml_dir, cuda_dir], env.get("LD_LIBRARY_PATH", "")))
+        env = environ(name, scenario, **kw)
         cmd = [
             sys.executable,
             "-m",
@@ -149,6 +140,28 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
             SKIP,
             *args,
         ]
+        return start(name, scenario, cmd, env)
+
+    def doctor(name: str, scenario: str, args: list[str], **kw) -> Node:
+        """`cudadoctor fleet ARGS`: fleet starting torchrun's launcher itself."""
+        cmd = [sys.executable, "-m", "cudadoctor", "fleet", "--skip", SKIP, *args]
+        return start(name, scenario, cmd, environ(name, scenario, **kw))
+
+    def environ(name: str, scenario: str, **kw) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", "NCCL_"))}
+        env["PYTHONPATH"] = str(ROOT)
+        env["OMP_NUM_THREADS"] = "1"
+        env["CUDADOCTOR_FLEET_TEST"] = json.dumps({"tag": started[scenario].tag, **kw.get("test", {})})
+        if not kw.get("machine"):
+            # gloo on the CPU on any machine: with a real GPU the ranks would take cuda:LOCAL_RANK
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        else:
+            path = tmp / f"{name}.machine"
+            path.write_text(kw["machine"])
+            env.update(fake_machine_env(path, [nvml_dir, cuda_dir], env.get("LD_LIBRARY_PATH", "")))
+        return env
+
+    def start(name: str, scenario: str, cmd: list[str], env: dict[str, str]) -> Node:
         out, err = tmp / f"{name}.out", tmp / f"{name}.err"
         with open(out, "w") as o, open(err, "w") as e:
             proc = subprocess.Popen(cmd, stdout=o, stderr=e, env=env, cwd=tmp, start_new_session=True)
@@ -156,7 +169,7 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
         started[scenario].nodes.append(node)
         return node
 
-    for name in ("pair", "dies", "hangs", "stuck", "alone", "prolog"):
+    for name in ("pair", "dies", "hangs", "stuck", "alone", "names", "prolog"):
         started[name] = Scenario([], f"cudadoctor-fleet-test-{uuid.uuid4().hex}")
     try:
         port = free_port()
@@ -179,6 +192,11 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
             ["--expect-nodes", "2"],
             torchrun=["--rdzv-conf", "last_call_timeout=1"],
         )
+        # three nodes with long host names, through fleet's own launcher; the third has no NVIDIA driver
+        names = ["--nnodes", "3", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-id", "names"]
+        names += ["--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--join-timeout", "90"]
+        for n, host in enumerate(LONG_HOSTS):
+            doctor(f"names{n}", "names", names, machine=MACHINE_A if n < 2 else None, test={"host": host})
 
         def wait_for(nodes: list) -> None:
             deadline = time.monotonic() + DEADLINE
@@ -194,8 +212,9 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
         # A prolog runs alone on its node: started once the scenarios above are done, so that its 60 s are
         # its own and not five concurrent torchruns' on 2 cores.
         # the Slurm prolog recipe of docs/fleet.md as written, on one "GPU" (this machine has none)
-        prolog = next(c for c in doc_torchruns() if "--quick" in c)
-        argv = [sys.executable, "-m", "torch.distributed.run", *substitute(prolog[1:], {"--nproc-per-node": "1"})]
+        prolog = next(c for c in doc_commands() if "--quick" in c)
+        assert prolog[:2] == ["cudadoctor", "fleet"]  # fleet starts torchrun's launcher itself
+        argv = [sys.executable, "-m", "cudadoctor", *substitute(prolog[1:], {"--nproc-per-node": "1"})]
         argv = [a for a in argv if not a.startswith("--expect-gpus") and a != "8"]
         argv[argv.index("--output") + 1] = str(tmp / "prolog.json")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", "NCCL_"))}
@@ -223,6 +242,7 @@ def fleet_runs(fake_libs, tmp_path_factory) -> dict[str, Scenario]:
             _kill(_leftovers(scenario.tag))
 
 
+LONG_HOSTS = [f"dgx-h100-sxm5-rack12-node034{n}.cluster.example.com" for n in (5, 6, 7)]
 DOC = ROOT / "docs" / "fleet.md"
 VARS = {
     "$SLURM_NNODES": "4",
@@ -244,15 +264,16 @@ def substitute(argv: list[str], replace: dict[str, str] | None = None) -> list[s
     return out
 
 
-def doc_torchruns() -> list[list[str]]:
-    """Every torchrun command line in docs/fleet.md: shell blocks and Kubernetes `command:` lists."""
+def doc_commands() -> list[list[str]]:
+    """Every fleet command line in docs/fleet.md (`cudadoctor fleet …` or `torchrun … -m cudadoctor fleet …`):
+    shell blocks and Kubernetes `command:` lists."""
     text = DOC.read_text()
     found: list[list[str]] = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
-            if "torchrun" in line and not line.lstrip().startswith("#"):
-                argv = shlex.split(line[line.index("torchrun") :])
-                found.append(argv)
+            starts = [line.find(w) for w in ("torchrun ", "cudadoctor fleet") if w in line]
+            if starts and not line.lstrip().startswith("#"):
+                found.append(shlex.split(line[min(starts) :]))
     try:
         import yaml  # not a test dependency: without it the Kubernetes recipes are not read
     except ImportError:
@@ -260,7 +281,7 @@ def doc_torchruns() -> list[list[str]]:
     for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
         for doc in yaml.safe_load_all(block):
             for c in _containers(doc):
-                if c.get("command", [None])[0] == "torchrun":
+                if c.get("command", [None])[0] in ("torchrun", "cudadoctor"):
                     found.append([str(x) for x in c["command"]])
     return found
 
@@ -287,11 +308,16 @@ def test_every_recipe_parses_for_torchrun_and_for_fleet():
     pytest.importorskip("torch.distributed")
     from torch.distributed.run import get_args_parser
 
-    from cudadoctor.commands.fleet import fleet
+    from cudadoctor.commands.fleet import LAUNCH_OPTIONS, fleet, launcher_argv, worker_args
 
-    recipes = doc_torchruns()
-    assert len(recipes) == 7  # intro, one node, Slurm batch, Slurm prolog, Indexed Job, PyTorchJob master + worker
+    recipes = doc_commands()
+    # intro (fleet's own and under torchrun), one node, Slurm batch, Slurm prolog, Indexed Job, PyTorchJob x 2
+    assert len(recipes) == 8 and sum(r[0] == "torchrun" for r in recipes) == 1
     for argv in recipes:
+        if argv[0] == "cudadoctor":  # the torchrun arguments fleet gives its launcher
+            ctx = fleet.make_context("fleet", substitute(argv[2:]))
+            launch = {name: ctx.params[name] for _, name in LAUNCH_OPTIONS}
+            argv = ["torchrun", *launcher_argv(launch, worker_args(ctx), "/tmp/logs")]
         args = get_args_parser().parse_args(substitute(argv[1:]))
         assert args.module and args.training_script == "cudadoctor", argv
         assert args.training_script_args[0] == "fleet"
@@ -426,6 +452,24 @@ def test_a_node_that_never_joins(fleet_runs):
     f = run.finding("CD803")
     assert f["title"].startswith("1 of 2 nodes joined")
     assert run.json["facts"]["world_size"] == 1
+
+
+def test_at_80_columns_the_node_table_keeps_each_node_and_its_status(fleet_runs):
+    run = fleet_runs["names"]
+    out = run.rank0.stdout
+    assert all(display_width(line) <= 80 for line in out.splitlines()), out
+    table = out[out.index("CD800 3 nodes, 3 ranks reported") :].splitlines()
+    assert table[1].split() == ["Node", "GPUs", "Driver", "CUDA", "Check"]
+    rows = {line.split()[0]: line.split() for line in table[2:5]}
+    short = [h.split(".")[0] for h in LONG_HOSTS]  # the domain every node shares is left out
+    assert rows[short[0]] == [short[0], "2", "550.54.14", "12.4", "healthy"]
+    assert rows[short[1]] == [short[1], "2", "550.54.14", "12.4", "healthy"]
+    assert rows[short[2]][1:4] == ["?", "?", "?"] and rows[short[2]][4:] == ["problems", "(1E)"]
+    assert table[5].strip().startswith("In every row: Ranks 1, torch ")  # the versions it had no room for
+    # the gate failed: every node's doctor exits 1, rank 0's with the report, none with a traceback
+    assert [n.proc.returncode for n in run.nodes] == [1, 1, 1]
+    for node in run.nodes:
+        assert "Traceback" not in node.stdout + node.stderr and "ChildFailedError" not in node.stderr
 
 
 def test_nothing_is_left_running(fleet_runs):
@@ -736,3 +780,148 @@ def test_launch_variables_are_checked_before_anything_waits(env, named):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("cudadoctor: ") and named in lines[0], p.stderr
     assert took < 15  # no node check, no child, no wait
+
+
+# -- `cudadoctor fleet --nproc-per-node …`: the doctor starts torchrun's launcher itself ------------------
+
+LAUNCH_ENV = {"OMP_NUM_THREADS": "1"}
+
+
+def _no_traceback(run) -> None:
+    for stream in (run.stdout, run.stderr):
+        assert "Traceback" not in stream and "ChildFailedError" not in stream, stream[-3000:]
+
+
+def test_fleet_launches_torchrun_itself_and_ends_with_the_report(run_cli):
+    pytest.importorskip("torch.distributed")
+    # what Kubeflow's PyTorchJob sets on every pod: the launcher gives its workers their own
+    pod = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    run = run_cli(
+        "fleet", "--nproc-per-node", "2", "--expect-gpus", "2", "--skip", SKIP, machine=MACHINE_A, env=LAUNCH_ENV | pod
+    )
+    assert run.code == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "CD800 1 node, 2 ranks reported" in run.stdout
+    assert run.stdout.rstrip().endswith("Exit code: 0")  # the report is the last thing printed
+    _no_traceback(run)
+    assert run.stderr == ""  # neither torchrun's banner nor its OMP_NUM_THREADS notice
+
+
+def test_a_failed_gate_is_the_report_and_exit_1_without_torchruns_traceback(run_cli):
+    pytest.importorskip("torch.distributed")
+    run = run_cli(
+        "fleet", "--nproc-per-node", "2", "--expect-gpus", "2", "--skip", SKIP, machine=MACHINE_B, env=LAUNCH_ENV
+    )
+    assert run.code == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "CD802" in run.stdout and "1 of 2 GPUs" in run.stdout  # the node that shows too few GPUs
+    assert run.stdout.rstrip().endswith("Exit code: 1")
+    _no_traceback(run)
+    assert run.stderr == ""
+
+
+def test_the_workers_get_the_fleet_options_as_given_and_none_of_the_launchers():
+    from cudadoctor.commands.fleet import LAUNCH_OPTIONS, fleet, worker_args
+
+    given = ["--nnodes=1:2", "--nproc-per-node", "2", "--standalone", "--full", "-vo", "r.json", "--max-size", "2MiB"]
+    given += ["--min-busbw", "12.5", "--timeout", "7", "--skip", "torch", "--expect-gpus", "2", "--format", "junit"]
+    ctx = fleet.make_context("fleet", list(given))
+    workers = worker_args(ctx)
+    assert not any(w.startswith(option) for w in workers for option, _ in LAUNCH_OPTIONS)
+    again = fleet.make_context("fleet", list(workers)).params
+    launch = {name for _, name in LAUNCH_OPTIONS}
+    mine = {k: v for k, v in ctx.params.items() if k not in launch}
+    assert mine == {k: v for k, v in again.items() if k not in launch}
+
+
+def test_the_launcher_options_inside_a_torchrun_worker_are_one_line():
+    env = {"RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "x"}  # as torchrun starts a worker
+    p, _took = _fleet_alone(env, "--nproc-per-node", "2", "--skip", NO_PROBES)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "cudadoctor: --nproc-per-node is torchrun's option, and this is already a torchrun worker: run either"
+        " `cudadoctor fleet --nproc-per-node …` or `torchrun --nproc-per-node … -m cudadoctor fleet`"
+    ]
+    bad = _fleet_alone({}, "--nnodes", "2:1")[0]
+    assert bad.returncode == 2 and "'2:1' is not N or MIN:MAX" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
+def test_a_rendezvous_that_never_completes_is_one_line_and_exit_3():
+    pytest.importorskip("torch.distributed")
+    port = free_port()  # the other node never comes
+    args = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
+    p, _took = _fleet_alone({}, *args, "--rdzv-conf", "join_timeout=2", "--skip", NO_PROBES)
+    assert p.returncode == 3 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "cudadoctor fleet: torchrun's launcher failed: not all 2 nodes joined the rendezvous at"
+        f" 127.0.0.1:{port} within join_timeout (2 s)"
+    ]
+
+
+def test_ctrl_c_on_the_launching_doctor_is_130_and_leaves_no_worker(fake_libs, tmp_path):
+    pytest.importorskip("torch.distributed")
+    tag = f"cudadoctor-fleet-test-{uuid.uuid4().hex}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_VISIBLE", "FAKE_NVML", "NCCL_"))}
+    env.update(LAUNCH_ENV, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")  # gloo on the CPU, on any machine
+    env["CUDADOCTOR_FLEET_TEST"] = json.dumps({"tag": tag, "hang": {"1": "all-reduce node 1048576"}})
+    cmd = [sys.executable, "-m", "cudadoctor", "fleet", "--nproc-per-node", "2", "--full", "--max-size", "1MiB"]
+    cmd += ["--timeout", "120", "--skip", NO_PROBES]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            children = [p for p in _leftovers(tag) if b"fleet_child" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            if len(children) == 2:  # both workers are inside their bounded child: mid-run
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130, err.decode()[-2000:]
+        assert b"Traceback" not in out + err
+        end = time.monotonic() + 15  # the workers end on their launcher's death, and their children with them
+        while _leftovers(tag) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert _leftovers(tag) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill(_leftovers(tag))
+
+
+def test_a_narrow_terminal_cuts_the_versions_before_the_node_and_its_status():
+    import io
+
+    from rich.console import Console
+
+    from cudadoctor.facts import DriverFacts, Facts, NvmlDevice
+    from cudadoctor.render import text
+    from cudadoctor.report import Severity, build
+    from cudadoctor.rules.fleet import evaluate
+
+    ff = _ff(3, 8)
+    for node in ff.nodes:
+        node.label = f"dgx-h100-sxm5-rack12-row07-node034{node.node_rank}"
+        gpus = [NvmlDevice(index=i, name="NVIDIA H100 80GB HBM3") for i in range(8)]
+        node.facts = Facts(
+            driver=DriverFacts(
+                binding="nvidia-ml-py",
+                library_loaded=True,
+                init_status="ok",
+                driver_version="550.54.14",
+                cuda_driver_version=12040,
+                device_count=8,
+                devices=gpus,
+            )
+        )
+    buf = io.StringIO()  # no encoding: ASCII, where a cut cell ends in "..."
+    console = Console(file=buf, width=60, force_terminal=True, color_system=None, highlight=False, soft_wrap=True)
+    text.render(build("fleet", ff, [], evaluate(ff), Severity.ERROR), console, verbose=False, redact=False)
+    lines = buf.getvalue().splitlines()
+    assert all(display_width(line) <= 60 for line in lines)
+    start = next(i for i, line in enumerate(lines) if "CD800" in line)
+    assert lines[start + 1].split() == ["Node", "GPUs", "Driver", "Check"]
+    for n in range(3):  # the end of the name tells the nodes apart: it stays, as does the status
+        node, *_, status = lines[start + 2 + n].split()
+        assert node.startswith("...") and node.endswith(f"rack12-row07-node034{n}") and status == "healthy"
+    assert lines[start + 5].strip() == "In every row: Ranks 8, CUDA 12.4, torch 2.13.0+cu130"

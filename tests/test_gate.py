@@ -39,18 +39,20 @@ def test_free_memory_and_capability_per_gpu():
     assert codes(found) == ["CD501", "CD502", "CD503"]
     assert found[0].title == "0 of 2 visible GPUs qualify; 2 required"
     assert found[1].title == "GPU 0 (NVIDIA A100-SXM4-80GB) has less than 8GiB free (4.0 GiB)"
-    # one selection meets every requirement: free memory and capability together, in the user's units
-    pick = 'eval "$(cudadoctor gpus --pick 2 --min-free 8GiB --min-cc 8.0)"'
-    assert [f.fix[-1].commands[-1] for f in found] == [pick, pick, pick]
-    assert "unset CUDA_VISIBLE_DEVICES" not in found[0].fix[0].commands  # it is not set: nothing to unset
+    # no selection of these two GPUs can meet it: no `gpus --pick 2` (it would exit 4), but what would
+    assert not any("--pick" in c for f in found for x in f.fix for c in x.commands)
+    assert [x.when for x in found[0].fix] == [
+        "Run the job on a node with 2 GPUs that have 8GiB free and compute capability 8.0 or higher: this one has 2"
+    ]
 
 
 def test_gate_suggestions_keep_decimal_units():
-    """40GB is also 39062500KiB: the suggestion says what the user typed."""
-    found = evaluate(two_gpus(), Requirements(require_gpus=1, min_free_memory=40 * 10**9))
+    """10GB is also 9765625KiB: the suggestion says what the user typed."""
+    found = evaluate(two_gpus(), Requirements(min_free_memory=10 * 10**9))
     cd502 = next(f for f in found if f.code == "CD502")
-    assert "less than 40GB free" in cd502.title
-    assert cd502.fix[-1].commands == ['eval "$(cudadoctor gpus --pick 1 --min-free 40GB)"']
+    assert "less than 10GB free" in cd502.title
+    # the T4 has it: selecting the one GPU that qualifies can succeed
+    assert cd502.fix[-1].commands == ['eval "$(cudadoctor gpus --pick 1 --min-free 10GB)"']
 
 
 def test_identical_gpus_that_fail_alike_are_one_finding():
@@ -61,9 +63,16 @@ def test_identical_gpus_that_fail_alike_are_one_finding():
     assert codes(found).count("CD503") == 1
     cd503 = next(f for f in found if f.code == "CD503")
     assert cd503.title == "GPUs 0, 1, 2, 3 (Tesla T4) have compute capability 7.5; 8.0 required"
-    # without a count, one qualifying GPU is enough: the other one is a warning
+    # without a count the limit holds for every visible GPU: the T4 fails the gate, and CD500 is not shown
     found = evaluate(two_gpus(), Requirements(min_compute_capability="8.0"))
-    assert codes(found) == ["CD500", "CD503"] and found[1].severity.value == "warning"
+    assert codes(found) == ["CD503"] and found[0].severity.value == "error"
+    # with a count, one qualifying GPU is enough: met, and CD500 says which one qualifies
+    found = evaluate(two_gpus(), Requirements(require_gpus=1, min_compute_capability="8.0"))
+    assert codes(found) == ["CD500"]
+    assert (
+        found[0].title
+        == "Every requirement is met: 1 of 2 visible GPUs qualify (GPU 0 (NVIDIA A100-SXM4-80GB)); 1 required"
+    )
 
 
 def test_hidden_gpus_do_not_count():
@@ -211,3 +220,142 @@ def test_fleet_expected_figures_from_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.cudadoctor.fleet]\nmin-tflops = 'fast'\n")
     with pytest.raises(ConfigError, match=r"fleet\.min-tflops"):
         fleet_limits(find_config(str(tmp_path)))
+
+
+# four A100s: GPUs 1 and 3 have 10 and 20 GiB free, held by one process each
+FOUR_A100 = """\
+driver 580.95.05
+cuda 13000
+device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85899345920 used=1073741824
+device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85899345920 used=75161927680
+device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85899345920 used=1073741824
+device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85899345920 used=64424509440
+process gpu=1 pid=4242 mem=75161927680 kind=compute
+process gpu=3 pid=4343 mem=64424509440 kind=compute
+"""
+
+
+def _picked(run_cli, command: str, **kw) -> dict:
+    """Run the `cudadoctor gpus --pick …` inside a proposed `eval "$(…)"` as the user would: its exit code and
+    the CUDA_VISIBLE_DEVICES it sets."""
+    import shlex
+
+    inner = command.removeprefix('eval "$(').removesuffix(')"')
+    args = shlex.split(inner)
+    assert args[:2] == ["cudadoctor", "gpus"]
+    r = run_cli(*args[1:], **kw)
+    words = shlex.split(r.stdout.strip()) if r.code == 0 else []
+    return {"code": r.code, "env": dict(w.split("=", 1) for w in words if "=" in w)}
+
+
+def test_a_requirement_that_fails_fails_the_gate(run_cli):
+    """Issue 24: `! CD502 GPUs 1, 3 … have less than 50GiB free`, then `✓ CD500 Every requirement is met`,
+    exit 0. Without --require-gpus the limit holds for every GPU a job sees."""
+    r = run_cli("check", "--only", "driver", "--min-free-memory", "50GiB", machine=FOUR_A100)
+    assert r.code == EXIT_PROBLEMS, r.stdout
+    assert "✗ CD502 GPUs 1, 3 (NVIDIA A100-SXM4-80GB) have less than 50GiB free" in r.stdout
+    assert "CD500" not in r.stdout and "Every requirement is met" not in r.stdout
+    # who holds the memory, and a selection that can succeed: the two GPUs that have it
+    assert "4242" in r.stdout and "4343" in r.stdout
+    pick = 'eval "$(cudadoctor gpus --pick 2 --min-free 50GiB)"'
+    assert pick in r.stdout
+    picked = _picked(run_cli, pick, machine=FOUR_A100)
+    assert picked["code"] == 0
+    # after the fix, the same gate passes
+    r = run_cli("check", "--only", "driver", "--min-free-memory", "50GiB", machine=FOUR_A100, env=picked["env"])
+    assert r.code == EXIT_OK and "✓ CD500 Every requirement is met" in r.stdout, r.stdout
+    # with a count, two GPUs that have it are enough: met, and CD500 says which ones; no CD502 beside it
+    r = run_cli("check", "--only", "driver", "--require-gpus", "2", "--min-free-memory", "50GiB", machine=FOUR_A100)
+    assert r.code == EXIT_OK
+    assert (
+        "Every requirement is met: 2 of 4 visible GPUs qualify (GPUs 0, 2 (NVIDIA A100-SXM4-80GB)); 2 required"
+        in " ".join(r.stdout.split())
+    )
+    assert "CD502" not in r.stdout
+
+
+def test_gate_fixes_can_succeed_on_the_machine_they_name(run_cli, tmp_path):
+    """Issue 24: CD501 proposed `gpus --pick 3` where only 2 GPUs qualify (it exits 4), and `--pick 8` on a
+    replay of a 4-GPU machine. A selection is proposed only where it can succeed; otherwise what would."""
+    r = run_cli("check", "--only", "driver", "--require-gpus", "3", "--min-free-memory", "50GiB", machine=FOUR_A100)
+    assert r.code == EXIT_PROBLEMS
+    assert "✗ CD501 2 of 4 visible GPUs qualify; 3 required" in r.stdout
+    assert "--pick" not in r.stdout
+    assert _picked(run_cli, "cudadoctor gpus --pick 3 --min-free 50GiB", machine=FOUR_A100)["code"] == 4
+    flat = " ".join(r.stdout.split())
+    assert "Free memory on GPUs 1, 3 (NVIDIA A100-SXM4-80GB): stop the processes that hold it" in flat
+    assert "Run the job on a node with 3 GPUs that have 50GiB free: this one has 4" in flat
+
+    saved = tmp_path / "four.json"
+    assert run_cli("check", "--only", "driver", "--output", str(saved), machine=FOUR_A100).code == EXIT_OK
+    r = run_cli("check", "--from", str(saved), "--require-gpus", "8", "--min-free-memory", "1GiB")
+    assert r.code == EXIT_PROBLEMS and "✗ CD501 4 of 4 visible GPUs qualify; 8 required" in r.stdout
+    assert "--pick" not in r.stdout
+    assert "Run the job on a node with 8 GPUs that have 1GiB free: this one has 4" in " ".join(r.stdout.split())
+
+    # GPUs hidden by CUDA_VISIBLE_DEVICES: show them, then select; both commands succeed here
+    hidden = {"CUDA_VISIBLE_DEVICES": "1,3"}
+    r = run_cli("check", "--only", "driver", "--json", "--require-gpus", "2", "--min-free-memory", "50GiB",
+                machine=FOUR_A100, env=hidden)  # fmt: skip
+    cd501 = next(f for f in r.json["findings"] if f["code"] == "CD501")
+    assert cd501["fix"][0]["commands"] == [
+        "unset CUDA_VISIBLE_DEVICES",
+        'eval "$(cudadoctor gpus --pick 2 --min-free 50GiB)"',
+    ]
+    assert _picked(run_cli, cd501["fix"][0]["commands"][1], machine=FOUR_A100)["code"] == 0
+
+
+def test_gate_findings_follow_only_from_a_real_cause(run_cli):
+    """Issue 24: with libcuda missing (CD121), CD501/CD502 said "Follows from CD121: fix that first"; the free
+    memory NVML reads does not depend on libcuda. What rests on NVML follows from a broken driver."""
+    args = ("check", "--require-gpus", "3", "--min-free-memory", "50GiB")
+    r = run_cli(*args, "--json", machine=FOUR_A100, libcuda=False)
+    found = {f["code"]: f for f in r.json["findings"]}
+    assert found["CD121"]["severity"] == "error"
+    assert found["CD501"]["cause"] is None and found["CD502"]["cause"] is None
+    text = run_cli(*args, machine=FOUR_A100, libcuda=False).stdout
+    requirements = text[text.index("\nRequirements") :]
+    assert "Follows from" not in requirements and "✗ CD502" in requirements
+    # the kernel module not loaded: NVML reports no GPU, and the gate's failure does follow from it
+    r = run_cli(*args, "--skip", "torch", "--json", machine="init_error 9\n")
+    found = {f["code"]: f for f in r.json["findings"]}
+    assert found["CD102"]["severity"] == "error" and found["CD501"]["cause"] == "CD102"
+
+
+def test_a_bare_number_is_not_a_size(run_cli, tmp_path):
+    """Issue 24: `--min-free-memory 8` was taken as 8 bytes, a gate every GPU passes."""
+    r = run_cli("check", "--only", "driver", "--min-free-memory", "8", machine=FOUR_A100)
+    assert r.code == EXIT_USAGE and r.stdout == ""
+    assert r.stderr == "cudadoctor: --min-free-memory: '8' has no unit: write 8GiB, 8GB or 8MiB (8B for bytes)\n"
+    r = run_cli("gpus", "--pick", "1", "--min-free", "8", machine=FOUR_A100)
+    assert r.code == EXIT_USAGE and "'8' has no unit: write 8GiB" in r.stderr and len(r.stderr.splitlines()) == 1
+    (tmp_path / "cudadoctor.toml").write_text("min-free-memory = 8\n")
+    r = run_cli("check", "--only", "driver", machine=FOUR_A100)
+    assert r.code == EXIT_USAGE
+    assert r.stderr.startswith(f"cudadoctor: {tmp_path / 'cudadoctor.toml'}: min-free-memory: 8 has no unit")
+    (tmp_path / "cudadoctor.toml").write_text('min-free-memory = "8B"\n')  # bytes, said so
+    assert run_cli("check", "--only", "driver", machine=FOUR_A100).code == EXIT_OK
+
+
+def test_a_config_file_that_is_not_utf8_is_an_error(run_cli, tmp_path):
+    """Issue 24: a cudadoctor.toml in another encoding was read silently, its bytes replaced."""
+    path = tmp_path / "cudadoctor.toml"
+    path.write_bytes('# réglages\nrequire-gpus = 1\nmin-free-memory = "8GiB"\n'.encode("latin-1"))
+    r = run_cli("check", "--only", "driver", machine=FOUR_A100)
+    assert r.code == EXIT_USAGE and r.stdout == ""
+    assert r.stderr == f"cudadoctor: {path} is not UTF-8 (byte 0xe9 on line 1); a config file must be UTF-8\n"
+    r = run_cli("check", "--only", "driver", "--config", str(path), machine=FOUR_A100)
+    assert r.code == EXIT_USAGE and len(r.stderr.splitlines()) == 1 and str(path) in r.stderr
+
+
+def test_a_hidden_gpus_fix_selects_only_after_showing_them(run_cli):
+    """CD301's `gpus --pick 1` chose among the GPUs CUDA_VISIBLE_DEVICES=-1 shows: none, exit 4."""
+    r = run_cli("check", "--skip", "torch", "--json", machine=FOUR_A100, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    cd301 = next(f for f in r.json["findings"] if f["code"] == "CD301")
+    for proposed in cd301["fix"]:
+        assert proposed["commands"][0] == "unset CUDA_VISIBLE_DEVICES"  # every fix starts by showing them
+    select = cd301["fix"][-1]["commands"]
+    assert select[-1] == 'eval "$(cudadoctor gpus --pick 1)"'
+    assert _picked(run_cli, select[-1], machine=FOUR_A100)["code"] == 0  # after the unset: it succeeds
+    hidden = _picked(run_cli, select[-1], machine=FOUR_A100, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    assert hidden["code"] == 4  # why it may not come alone

@@ -64,4 +64,6 @@ def test_real_report_replays_to_the_same_findings():
     saved = json.loads(FIXTURE.read_text())
     p = cli("check", "--from", str(FIXTURE), "--json")
     again = json.loads(p.stdout)
-    assert [f["code"] for f in again["findings"]] == [f["code"] for f in saved["findings"]]
+    # the same findings; their order follows the report's sections, which may change (torch.compile has
+    # its own section since the report was saved)
+    assert sorted(f["code"] for f in again["findings"]) == sorted(f["code"] for f in saved["findings"])

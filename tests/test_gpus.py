@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,12 +38,14 @@ def machine(**kw) -> str:
 
 def test_table_sorted_by_free_shows_processes_and_lost_gpu(run_cli):
     r = run_cli("gpus", "--sort-by-free", machine=machine())
-    assert r.code == EXIT_OK, r.stderr
+    # a lost GPU is a problem, as check's CD105 says: exit 1, named on stderr; the others are shown
+    assert r.code == EXIT_PROBLEMS, r.stderr
+    assert "GPU 4 (GPU_IS_LOST)" in r.stderr and "cudadoctor check" in r.stderr
     lines = r.stdout.splitlines()
-    rows = [ln for ln in lines if ln[:1].isdigit() or ln.startswith("hidden")]
+    rows = [ln for ln in lines if ln[:1].isdigit() or ln.startswith(("hidden", "lost"))]
     # GPUs 2 and 3 are both empty: the tie keeps NVML order; the lost GPU sorts last
     assert [row.split()[1] for row in rows] == ["2", "3", "1", "0", "4"]
-    assert "ERROR: GPU_IS_LOST" in rows[-1] and rows[-1].startswith("hidden")
+    assert "ERROR: GPU_IS_LOST" in rows[-1] and rows[-1].startswith("lost")  # its own state word, not "hidden"
     assert max(len(ln) for ln in lines) <= 80  # a pipe gets 80 columns: less important columns dropped
     wide = run_cli("gpus", "--sort-by-free", "--wide", machine=machine()).stdout
     assert "Gen4x8/Gen5x16" in wide and "NVIDIA H100 80GB HBM3" in wide  # --wide keeps every column whole
@@ -246,7 +249,7 @@ def test_a_gpu_with_more_processes_than_the_first_read_has_room_for(run_cli):
     lines += [f"process gpu=2 pid={100000 + i} mem={(i + 1) << 20}" for i in range(150)]
     lines += ["process gpu=2 pid=200000 mem=1048576 kind=graphics"]
     r = run_cli("gpus", "--json", machine="\n".join(lines) + "\n")
-    assert r.code == EXIT_OK, r.stderr
+    assert r.code == EXIT_PROBLEMS, r.stderr  # GPU 4 is lost
     gpu2 = next(g for g in r.json["gpus"] if g["index"] == 2)
     assert len(gpu2["processes"]) == 151
     assert {p["kind"] for p in gpu2["processes"]} == {"compute", "graphics"}
@@ -289,3 +292,166 @@ def test_a_usage_error_leaves_no_nvml_child_behind(fake_libs, tmp_path):
         left = [ln for ln in ps.splitlines() if ln.split() and "Z" not in ln.split()[1]]
         time.sleep(0.1)
     assert left == []
+
+
+FOUR = """\
+driver 580.95.05
+cuda 13000
+device name="NVIDIA H100 80GB HBM3" cc=9.0 used=1073741824 uuid=GPU-aaaa0000-0000-0000-0000-000000000000
+device name="NVIDIA H100 80GB HBM3" cc=9.0 used=2147483648 uuid=GPU-bbbb0000-0000-0000-0000-000000000000
+device name="NVIDIA H100 80GB HBM3" cc=9.0 used=3221225472 uuid=GPU-cccc0000-0000-0000-0000-000000000000
+device name="NVIDIA H100 80GB HBM3" cc=9.0 used=4294967296 uuid=GPU-dddd0000-0000-0000-0000-000000000000
+"""
+
+
+@pytest.mark.parametrize(
+    "sick,how,state",
+    [
+        ("crash_in nvmlDeviceGetName gpu=2", "crashed (SIGSEGV)", "crashed"),
+        ("hang_in nvmlDeviceGetName gpu=2", "hung", "hung"),
+        ("crash_in nvmlDeviceGetMemoryInfo gpu=2", "crashed (SIGSEGV)", "crashed"),
+    ],
+)
+def test_one_sick_gpu_does_not_hide_the_gpus_after_it(run_cli, sick, how, state):
+    """GPU 2 of 4 crashes or hangs inside an NVML call: it is named with its call, and GPU 3 is still
+    read (by a fresh child), not "2 GPU(s) not shown". The query keeps its one bound: a GPU that takes
+    half of it counts as hung, and the GPUs after it are read in the other half."""
+    call = sick.split()[1]
+    start = time.monotonic()
+    r = run_cli("gpus", "--timeout", "2", machine=FOUR + sick + "\n")
+    assert time.monotonic() - start < 2 + 3  # the bound, and the interpreter's start-up
+    assert r.code == 3, r.stderr  # the doctor could not read GPU 2: exit-codes.md
+    rows = {ln.split()[1]: ln for ln in r.stdout.splitlines() if ln[:1].isdigit() or ln.startswith(("?", state))}
+    assert sorted(rows) == ["0", "1", "2", "3"]
+    assert rows["2"].startswith(state) and call in rows["2"]
+    assert all("H100 80GB HBM3" in rows[i] for i in ("0", "1", "3"))
+    # CUDA may or may not count the sick GPU: the other GPUs' cuda:N is unknown, never a guess
+    assert all(rows[i].split()[0] == "?" for i in ("0", "1", "3"))
+    err = r.stderr.strip()
+    assert err.count("\n") == 0 and how in err and call in err and "GPU 2" in err and "not shown" not in err
+    j = run_cli("gpus", "--json", "--timeout", "2", machine=FOUR + sick + "\n")
+    gpus = {g["index"]: g for g in j.json["gpus"]}
+    assert j.code == 3 and sorted(gpus) == [0, 1, 2, 3]
+    assert gpus[2]["error"] == state.upper() and call in gpus[2]["failure"] and how in gpus[2]["failure"]
+    assert gpus[3]["uuid"] == "GPU-dddd0000-0000-0000-0000-000000000000" and gpus[3]["cuda_ordinal"] is None
+
+
+def test_the_first_gpu_crashing_is_that_gpus_problem_not_nvmls(run_cli):
+    """A crash in GPU 0 used to read as "the driver library itself failed" with no table at all."""
+    r = run_cli("gpus", machine=FOUR + "crash_in nvmlDeviceGetUUID gpu=0\n")
+    assert r.code == 3
+    lines = r.stdout.splitlines()
+    assert lines[2].startswith("crashed") and "nvmlDeviceGetUUID" in lines[2]
+    assert sum("H100 80GB HBM3" in ln for ln in lines) == 3
+    assert "GPU 0" in r.stderr and "the other GPUs are shown" in r.stderr
+
+
+def test_every_gpu_hanging_is_bounded_and_counts_what_was_not_read(run_cli):
+    """The same call hangs on every GPU: the whole query still ends within its one bound, and what is
+    unread then is counted, never left out silently."""
+    start = time.monotonic()
+    r = run_cli("gpus", "--timeout", "2", machine=FOUR + "hang_in nvmlDeviceGetName\n")
+    assert time.monotonic() - start < 2 + 3
+    assert r.code == 3
+    assert "hung" in r.stderr and "GPU 0" in r.stderr and "GPU 1" in r.stderr and "2 GPU(s) not shown" in r.stderr
+    assert r.stdout.splitlines()[2].startswith("hung")
+
+
+def test_a_lost_gpu_says_lost_and_fails(run_cli):
+    """A GPU fallen off the bus is a problem (check's CD105): its own word in the CUDA column, not
+    "hidden" (which means CUDA_VISIBLE_DEVICES hides it), named on stderr, exit 1; the others are shown."""
+    m = FOUR.replace("used=3221225472 uuid=GPU-cccc0000-0000-0000-0000-000000000000", "error=15")
+    r = run_cli("gpus", machine=m)
+    assert r.code == EXIT_PROBLEMS
+    row = next(ln for ln in r.stdout.splitlines() if ln.split()[1:2] == ["2"])
+    assert row.split()[0] == "lost" and "GPU_IS_LOST" in row
+    assert "hidden" not in r.stdout
+    assert r.stderr.strip() == "cudadoctor: GPU 2 (GPU_IS_LOST) cannot be used: run `cudadoctor check` for the fix"
+    assert run_cli("gpus", "--json", machine=m).code == EXIT_PROBLEMS
+    # exit-codes.md says so
+    assert "`lost`" in (ROOT / "docs" / "exit-codes.md").read_text()
+
+
+def test_health_letters_are_explained_under_the_table_and_in_help(run_cli):
+    m = (
+        "driver 580.95.05\ncuda 13000\n"
+        'device name="NVIDIA H100 80GB HBM3" cc=9.0 ecc=2/9 compute_mode=3\n'
+        'device name="NVIDIA H100 80GB HBM3" cc=9.0 clocks_event=0x40\n'
+        'device name="NVIDIA H100 80GB HBM3" cc=9.0\n'
+    )
+    r = run_cli("gpus", machine=m)
+    lines = r.stdout.splitlines()
+    assert [ln.split()[-1] for ln in lines[2:5]] == ["EX", "T", "ok"]
+    legend = " ".join(ln.strip() for ln in lines[5:])
+    assert legend.startswith("HEALTH: ")
+    assert "E uncorrectable ECC errors" in legend and "X exclusive or prohibited compute mode" in legend
+    assert "T thermal slowdown" in legend and "P power brake" not in legend  # only the letters shown
+    assert max(len(ln) for ln in lines) <= 80
+    helptext = run_cli("gpus", "--help").stdout
+    for letter in ("L lost", "E uncorrectable ECC", "T thermal", "X exclusive", "? not reported"):
+        assert letter in helptext
+    assert "X exclusive or prohibited compute mode" in (ROOT / "README.md").read_text()
+    clean = run_cli("gpus", machine=H100_ONLY).stdout
+    assert "HEALTH:" not in clean  # nothing to explain
+
+
+H100_ONLY = 'driver 580.95.05\ncuda 13000\ndevice name="NVIDIA H100 80GB HBM3" cc=9.0\n'
+
+
+def test_process_rows_have_a_header(run_cli):
+    r = run_cli("gpus", machine=machine())
+    lines = r.stdout.splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.strip().startswith("pid "))
+    header = lines[first - 1]
+    assert header.split() == ["PROCESS", "USER", "GPU", "MEMORY", "COMMAND"]
+    row = lines[first]
+    # each header word starts where its column does (the memory column is right-aligned: ends there)
+    assert header.index("PROCESS") == row.index("pid")
+    assert header.index("COMMAND") == row.index("  ", row.index("GiB")) + 2
+    assert header.index("MEMORY") + len("MEMORY") == row.index("GiB") + len("GiB")
+    assert sum(ln.strip().startswith("PROCESS") for ln in lines) == 1  # once, not per GPU
+
+
+def test_a_column_that_shows_a_problem_is_never_dropped_at_80_columns(run_cli):
+    """At 80 columns TEMP went first, even on a 92 C GPU; a narrowed PCIe link and HEALTH letters too."""
+    cool = (
+        "driver 580.95.05\ncuda 13000\n"
+        'device name="NVIDIA H100 80GB HBM3" cc=9.0 temp=40\n'
+        'device name="NVIDIA H100 80GB HBM3" cc=9.0 temp=41\n'
+    )
+    plain = run_cli("gpus", machine=cool).stdout.splitlines()
+    assert "TEMP" not in plain[1]  # nothing wrong: the least important columns go to fit 80
+    hot = run_cli("gpus", machine=cool.replace("temp=41", "temp=92")).stdout.splitlines()
+    assert "TEMP" in hot[1].split() and "92C" in hot[3] and max(len(ln) for ln in hot) <= 80
+    narrow = run_cli("gpus", machine=cool.replace("temp=41", "width=8/16")).stdout.splitlines()
+    assert "PCIE" in narrow[1].split() and "x8/" in narrow[3] and max(len(ln) for ln in narrow) <= 80
+
+
+def test_gpus_redact_is_the_redaction_check_makes(run_cli, tmp_path):
+    """`gpus --redact` kept the user name `check --redact` replaces (a process owner: root is a user name
+    too) and every host name: both commands now use render/redact.py's one field_scrub."""
+    import getpass
+    import socket
+
+    user, host = getpass.getuser(), socket.gethostname()
+    named = re.compile(rf"(?<![\w.-]){re.escape(host)}(?![\w-])").search  # the host name as a word
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", f"--master-addr={host}", f"/home/{user}/data"]
+    )
+    try:
+        time.sleep(0.3)
+        m = H100_ONLY + f"process gpu=0 pid={sleeper.pid} mem=1073741824\n"
+        table = run_cli("gpus", "--redact", "--wide", machine=m).stdout
+        row = next(ln for ln in table.splitlines() if f"pid {sleeper.pid}" in ln)
+        assert row.split()[2] == "<user>"
+        assert "--master-addr=<host>" in row and "/home/<user>/data" in row
+        assert f" {user} " not in row and not named(row)
+        data = run_cli("gpus", "--redact", "--json", machine=m).json
+        proc = data["gpus"][0]["processes"][0]
+        assert proc["user"] == "<user>" and not named(proc["command"]) and f"/home/{user}/" not in proc["command"]
+        check = run_cli("check", "--skip", "torch", "--redact", "--json", machine=m).json
+        assert check["facts"]["system"]["user"] == "<user>" and check["facts"]["system"]["hostname"] == "<host>"
+        assert not named(json.dumps(data)) and not named(json.dumps(check))
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -270,7 +270,8 @@ def test_pins_with_an_unknown_torch_version() -> None:
 
 
 def windows_torch() -> TorchFacts:
-    t = torch_cuda("2.13.0+cu130", "13.0", CU13X, [gpu(0, "NVIDIA GeForce RTX 4090", "8.9", total_gib=24)])
+    rtx = [gpu(0, "NVIDIA GeForce RTX 4090", "8.9", total_gib=24)]
+    t = torch_cuda("2.13.0+cu130", "13.0", CU13X, rtx, libraries=None)  # the rules read the raw paths
     t.python_executable = "C:\\venv\\Scripts\\python.exe"
     t.path = "C:\\venv\\Lib\\site-packages\\torch"
     return t

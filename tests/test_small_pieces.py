@@ -19,7 +19,7 @@ from cudadoctor.knowledge.versions import cuda_int_to_str, cudnn_int_to_str, ver
         ("8192MiB", 8 << 30),
         ("0.5TB", 500_000_000_000),
         ("8GB", 8_000_000_000),
-        ("1024", 1024),
+        ("1024B", 1024),
         (" 2 gib ", 2 << 30),
     ],
 )

@@ -1,7 +1,8 @@
 """The house rules for verdicts, held on random machines (hypothesis):
 
 - knowing less never adds a problem: forgetting any facts (None = unknown) never adds an error or a
-  warning, other than the doctor's findings about itself;
+  warning, other than the doctor's findings about itself; nor does it change an install command into
+  another one (a fix needs what it is computed from, or prints no command);
 - one story: no two findings contradict each other, and a finding that follows from a root cause
   points at it while the verdict names the root cause.
 """
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 
@@ -241,6 +243,8 @@ LIBRARIES = [
         stale_toolkits=["/usr/local/cuda-11.8/lib64=11.8"],
         manager=EnvironmentManager(kind="conda", prefix="/opt/conda", cpuonly=["cpuonly 2.0"]),
     ),
+    # a system Python (no venv), PEP 668's marker in its stdlib: installs go through a new venv
+    LibraryFacts(manager=EnvironmentManager(kind="system", prefix="/usr", externally_managed=True)),
 ]
 # Third-party CUDA extensions: one built for Ampere only with a torch pin, one with PTX for Turing only.
 EXTENSIONS = [
@@ -278,7 +282,19 @@ def _optional(cls: type, name: str) -> bool:
 
 # Fields whose None states a fact, not ignorance: a GPU whose error is None answered its queries, so
 # "forgetting" a lost GPU's error would make it a working one (and its link a known one).
-STATED_BY_NONE = {("NvmlDevice", "error")}
+# The same for what the backends read from files: a companion the child found no distribution of
+# (torchvision None: not installed), and what an environment's files lack (no INSTALLER record, no conda
+# pytorch package, no frontend in conda-meta/history, no project or manifest beside the venv).
+STATED_BY_NONE = {
+    ("NvmlDevice", "error"),
+    ("TorchFacts", "torchvision"),
+    ("TorchFacts", "torchaudio"),
+    ("EnvironmentManager", "torch_installer"),
+    ("EnvironmentManager", "conda_torch_package"),
+    ("EnvironmentManager", "conda_frontend"),
+    ("EnvironmentManager", "project"),
+    ("EnvironmentManager", "manifest"),
+}
 
 
 def forget(facts: Facts, draw: st.DrawFn) -> Facts:
@@ -304,7 +320,10 @@ def forget(facts: Facts, draw: st.DrawFn) -> Facts:
 
 # Codes that tell one state with more or less detail: knowing less may turn the specific one into the
 # general one ("no NVIDIA GPU on the bus" into "no NVIDIA driver" once the PCI scan is unknown).
-SAME_STATE = {"CD108": "CD101", "CD109": "CD101"}
+# Likewise "no current torch build has kernels for this GPU" (CD206) is "this build has none" (CD205) once
+# the CPU architecture is unknown: which builds exist, and so whether a current one covers the GPU, differs
+# between x86_64 and aarch64.
+SAME_STATE = {"CD108": "CD101", "CD109": "CD101", "CD206": "CD205"}
 
 
 def problems(facts: Facts, req: Requirements | None = None) -> set[str]:
@@ -329,6 +348,23 @@ SETTINGS = settings(
 def test_knowing_less_never_adds_a_problem(facts: Facts, data: st.DataObject) -> None:
     less = forget(facts, data.draw)
     assert problems(less) <= problems(facts)
+
+
+# A command that installs Python packages, in any installer's terms.
+INSTALL = re.compile(r"\b(?:pip|conda|mamba|micromamba|pixi|poetry) (?:install|add)\b|\buv (?:pip install|sync)\b")
+
+
+def install_commands(facts: Facts) -> set[str]:
+    return {c for f in evaluate(facts, []) for x in f.fix for c in x.commands if INSTALL.search(c)}
+
+
+@SETTINGS
+@given(machines(), st.data())
+def test_knowing_less_never_changes_an_install_command(facts: Facts, data: st.DataObject) -> None:
+    """Issue 24: `--only torch` (driver and PCI unknown) on four A100s recommended the CPU build. Every
+    install command printed when less is known is one printed when more is known, or there is none."""
+    less = forget(facts, data.draw)
+    assert install_commands(less) <= install_commands(facts)
 
 
 @SETTINGS
@@ -377,6 +413,25 @@ def test_no_two_findings_contradict(facts: Facts) -> None:
         # the verdict names a root cause, never a consequence (of two independent roots, the one other
         # findings point at comes first: report.verdict_line)
         assert any(r.title in rep.verdict for r in roots), (rep.verdict, [r.code for r in roots])
+
+
+@SETTINGS
+@given(machines(), st.integers(1, 4))
+def test_the_gate_never_contradicts_itself_nor_blames_what_is_no_cause(facts: Facts, need: int) -> None:
+    """Issue 24: CD500 appears only when every requirement holds; every unmet one fails the gate; a gate
+    finding follows only from a cause that breaks what it rests on (no CD502 "follows from" CD121)."""
+    from cudadoctor.rules import BREAKS, RESTS_ON
+
+    for req in (
+        Requirements(min_free_memory=8 << 30, min_compute_capability="8.0"),
+        Requirements(require_gpus=need, min_free_memory=8 << 30, require_cudnn=True),
+    ):
+        gate = [f for f in evaluate(facts, [], req) if f.section == "Requirements"]
+        codes = {f.code for f in gate}
+        assert ("CD500" in codes) == (codes == {"CD500"}), codes
+        assert all(f.severity is Severity.ERROR for f in gate if f.code != "CD500")
+        for f in gate:
+            assert f.cause is None or BREAKS[f.cause] & RESTS_ON[f.code], (f.code, f.cause)
 
 
 def test_the_hand_written_machines_tell_one_story() -> None:

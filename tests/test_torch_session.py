@@ -245,7 +245,14 @@ def test_child_scripts_never_shadow_the_targets_cuda_package(tmp_path):
         env = {**os.environ, "PYTHONPATH": str(site)}
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
 
-    for script in ("torch_child", "measure_child", "compile_child", "torch_session_child", "fleet_child"):
+    for script in (
+        "torch_child",
+        "measure_child",
+        "compile_child",
+        "torch_session_child",
+        "fleet_child",
+        "fleet_launch_child",
+    ):
         out = which_cuda(f"runpy.run_path({str(backends / (script + '.py'))!r}, run_name='loaded')")
         assert out.stdout.strip() == "cuda-python", (script, out.stderr[-500:])
     # the shared child loads the stage scripts after importing the helper itself: each must still leave

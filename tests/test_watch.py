@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import shlex
 import signal
 import struct
 import subprocess
@@ -188,6 +189,28 @@ def test_hidden_pids_are_unknown_not_cpu_training() -> None:
     assert "CD713" in c and "CD700" not in c
 
 
+def hidden_pids(tl: Timeline, libcuda: bool | None) -> Timeline:
+    """NVML lists a PID of another namespace on GPU 0 and none of the tree's; each process maps libcuda or not."""
+    for s in tl.samples:
+        s.gpus[0].unseen_processes, s.gpus[0].tree_processes, s.gpus[0].tree_memory = 1, 0, None
+        for p in s.procs:
+            p.libcuda = libcuda
+    return tl
+
+
+def test_hidden_pids_but_no_libcuda_anywhere_is_cpu_training() -> None:
+    tl = hidden_pids(timeline([50] * 8, main=380.0, on_gpu=0, others=1), libcuda=False)
+    f = the(tl, "CD700")
+    assert "CD713" not in codes(tl) and "No process of the command loaded libcuda" in f.why
+    # one process whose maps could not be read: unknown again, as before
+    tl.samples[3].procs[0].libcuda = None
+    assert "CD713" in codes(tl) and "CD700" not in codes(tl)
+    # a process that maps libcuda used CUDA: NVML's hidden PIDs keep its GPU use unknown
+    tl.samples[3].procs[0].libcuda = True
+    assert "CD713" in codes(tl) and "CD700" not in codes(tl)
+    assert "CD700" not in codes(hidden_pids(timeline([50] * 8, main=3.0, on_gpu=0, others=1), libcuda=False))
+
+
 def test_the_same_verdict_on_every_rank_is_one_finding() -> None:
     tl = timeline(SWING, main=99.0)
     for s in tl.samples:
@@ -256,6 +279,7 @@ def _blank(tl: Timeline, keep: set[str]) -> Timeline:
             for g in s.gpus
         ]
         s.procs = [dataclasses.replace(p, cpu=None) if "cpu" not in keep else p for p in s.procs]
+        s.procs = [dataclasses.replace(p, libcuda=None) if "libcuda" not in keep else p for p in s.procs]
         s.cpu_busy = None
     return tl
 
@@ -266,9 +290,12 @@ def _blank(tl: Timeline, keep: set[str]) -> Timeline:
         timeline(SWING, main=99.0, tree_mem=4 * GiB),
         timeline([30] * 8, main=20.0, rx=12 * 10**9, clocks=rules.HW_THERMAL, others=1, second_gpu=True),
         timeline([0] * 8, main=380.0, on_gpu=0),
+        hidden_pids(timeline([50] * 8, main=380.0, on_gpu=0, others=1), libcuda=False),
     ],
 )
-@pytest.mark.parametrize("keep", [set(), {"tree_processes"}, {"tree_processes", "util"}, {"cpu"}])
+@pytest.mark.parametrize(
+    "keep", [set(), {"tree_processes"}, {"tree_processes", "util"}, {"cpu"}, {"cpu", "libcuda"}, {"libcuda"}]
+)
 def test_knowing_less_never_adds_a_warning(tl: Timeline, keep: set[str]) -> None:
     full = {f.code for f in rules.evaluate(tl) if f.severity.rank >= Severity.WARNING.rank}
     less = {f.code for f in rules.evaluate(_blank(tl, keep)) if f.severity.rank >= Severity.WARNING.rank}
@@ -480,6 +507,29 @@ def test_e2e_trains_on_cpu(run_cli, tmp_path: Path) -> None:
     r, data = watch_json(run_cli, tmp_path, machine, BURN.format(s=1.2, rc=0))
     assert r.code == 0 and r.stdout == "trained\n"
     assert [f["code"] for f in data["findings"]] == ["CD700"], r.stderr
+
+
+HIDDEN = 'device name="NVIDIA A100" total=85899345920 used=4294967296\nprocess gpu=0 pid=4194000 mem=4294967296\n'
+LOAD_LIBCUDA = "import ctypes\nctypes.CDLL('libcuda.so.1')\n"
+
+
+def test_e2e_hidden_pids_and_a_tree_without_libcuda_is_cpu_training(run_cli, tmp_path: Path) -> None:
+    # NVML lists a process this PID namespace cannot see (a container without --pid=host); the command never
+    # loads libcuda, so it never used a GPU: CD700, not "its GPU use is unknown"
+    r, data = watch_json(run_cli, tmp_path, HIDDEN, BURN.format(s=1.2, rc=0))
+    assert r.code == 0 and r.stdout == "trained\n", r.stderr
+    assert [f["code"] for f in data["findings"]] == ["CD700"], r.stderr
+    assert "CD700 The command never used a GPU while its CPU was busy" in r.stderr and "CD713" not in r.stderr
+    procs = [p for s in data["timeline"]["samples"] for p in s["procs"]]
+    assert procs and all(p["libcuda"] is False for p in procs)
+
+
+def test_e2e_hidden_pids_and_a_tree_with_libcuda_stays_unknown(run_cli, tmp_path: Path) -> None:
+    r, data = watch_json(run_cli, tmp_path, HIDDEN, LOAD_LIBCUDA + BURN.format(s=1.2, rc=0))
+    assert r.code == 0 and r.stdout == "trained\n", r.stderr
+    codes = [f["code"] for f in data["findings"]]
+    assert "CD713" in codes and "CD700" not in codes, r.stderr
+    assert any(p["libcuda"] for s in data["timeline"]["samples"] for p in s["procs"])
 
 
 def test_e2e_copies_throttling_and_busy_gpu(run_cli, tmp_path: Path) -> None:
@@ -703,8 +753,40 @@ def test_plot_without_matplotlib_is_one_usage_line(run_cli, tmp_path: Path) -> N
     shadow.mkdir()
     (shadow / "matplotlib.py").write_text("raise ImportError('no matplotlib here')\n")
     r = run_cli("watch", "--plot", "t.png", "--", "true", machine="", env={"PYTHONPATH": f"{shadow}:{ROOT}"})
-    assert r.code == 2 and r.stderr == "cudadoctor: --plot needs matplotlib: pip install 'cudadoctor[plot]'\n"
+    # matplotlib itself, into the interpreter that runs the doctor: not the cudadoctor[plot] extra, which
+    # resolves only where cudadoctor is on the index
+    install = f"{shlex.quote(sys.executable)} -m pip install matplotlib"
+    want = f"cudadoctor: --plot needs matplotlib in the Python that runs cudadoctor: {install}\n"
+    assert r.code == 2 and r.stderr == want
     assert not (tmp_path / "t.png").exists()
+    pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr  # the printed command has a pip to run
+    assert "matplotlib" in run_cli("watch", "--help", machine="").stdout.split("--plot")[1].split("--")[0]
+    for doc in ("README.md", "docs/watch.md"):
+        text = (ROOT / doc).read_text()
+        assert "python -m pip install matplotlib" in text and "pip install 'cudadoctor[plot]'`)" not in text
+
+
+def test_plot_without_matplotlib_or_pip_names_uv(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    from cudadoctor.commands.watch import install_matplotlib
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pip" else real(name, *a))
+    assert install_matplotlib() == f"uv pip install --python {shlex.quote(sys.executable)} matplotlib"
+
+
+def test_plot_in_a_system_python_that_refuses_pip_says_how_cudadoctor_got_there(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sysconfig
+
+    from cudadoctor.commands.watch import install_matplotlib
+
+    (tmp_path / "EXTERNALLY-MANAGED").write_text("[externally-managed]\n")  # PEP 668's marker
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # not a venv
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(tmp_path))
+    py = shlex.quote(sys.executable)
+    assert install_matplotlib() == f"{py} -m pip install --break-system-packages matplotlib"
 
 
 def test_plot_draws_the_timeline(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

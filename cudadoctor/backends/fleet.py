@@ -133,13 +133,34 @@ def _int_keys(d: Any) -> dict[int, Any]:
 
 
 def _labels(ranks: dict[int, dict[str, Any]]) -> dict[int, tuple[str | None, str]]:
+    """node rank -> (host, label): the host's short name where that still tells the nodes apart (the
+    domain every node shares says nothing, and it costs the node table its width), "host[N]" for two
+    nodes on one host."""
     hosts: dict[int, str | None] = {}
     for info in ranks.values():
         hosts.setdefault(int(info.get("node_rank", 0)), info.get("host"))
     counts: dict[str | None, int] = {}
     for h in hosts.values():
         counts[h] = counts.get(h, 0) + 1
-    return {n: (h, h if h and counts[h] == 1 else f"{h or 'node'}[{n}]") for n, h in sorted(hosts.items())}
+    distinct = {h for h in hosts.values() if h}
+    short = {h: _short_host(h) for h in distinct}
+    if len(set(short.values())) < len(distinct):
+        short = {h: h for h in distinct}
+    return {
+        n: (h, short[h] if h and counts[h] == 1 else f"{short[h] if h else 'node'}[{n}]")
+        for n, h in sorted(hosts.items())
+    }
+
+
+def _short_host(host: str) -> str:
+    """gpu07.cluster.example.com -> gpu07; an IP address stays whole."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return host.split(".", 1)[0] or host
 
 
 def _node_report(text: str | None) -> tuple[Any, list[Any], str | None]:
@@ -340,3 +361,71 @@ def write_error_file(environ: Mapping[str, str], message: str) -> None:
             json.dump({"message": message, "timestamp": int(time.time())}, fh)
     except OSError:
         pass
+
+
+# -- `cudadoctor fleet --nnodes … --nproc-per-node …`: torchrun's launcher in a child ---------------------
+
+LAUNCH_CHILD = Path(__file__).with_name("fleet_launch_child.py")
+LAUNCH_MARK = "\n" + "CUDADOCTOR_FLEET_LAUNCH "
+LAUNCHER = "CUDADOCTOR_FLEET_LAUNCHER"  # set by the launch child: its pid, in every worker's environment
+
+
+@dataclass
+class LaunchRun:
+    """What the launch child and its workers said: rank 0's report (stdout), the workers' stderr, and how
+    the workers ended: {global rank: exit code (negative: a signal; None: unknown)} for those that failed,
+    or why the launcher itself could not finish."""
+
+    report: str = ""
+    stderr: str = ""
+    failures: dict[int, int | None] = field(default_factory=dict)
+    error: str | None = None
+
+
+def start_launcher(argv: list[str], timeout: float, environ: Mapping[str, str], python: str | None = None) -> LaunchRun:
+    """torch.distributed.run with torchrun's arguments `argv`, in a child of the target interpreter,
+    bounded in time and output (its workers are bounded by their own child's bounds as well)."""
+    env = dict(environ)
+    here = str(Path(__file__).resolve().parents[2])  # the directory that holds this cudadoctor
+    if here not in {str(Path(p or os.curdir).resolve()) for p in sys.path}:
+        # a checkout run by path: the workers (`python -m cudadoctor`) must import this same copy
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    res = run_child(
+        [python or sys.executable, str(LAUNCH_CHILD), json.dumps(argv)], timeout, env=env, max_stdout=MAX_EVENT
+    )
+    report, found, tail = res.stdout.rpartition(LAUNCH_MARK)
+    out = LaunchRun(report=report if found else res.stdout, stderr=res.stderr)
+    data: Any = None
+    if found:
+        try:
+            data = json.loads(tail.splitlines()[0])
+        except (json.JSONDecodeError, IndexError):
+            data = None
+    if res.timed_out:
+        out.error = f"torchrun's launcher and its workers did not finish within {timeout:g} s"
+    elif isinstance(data, dict) and isinstance(data.get("error"), str):
+        out.error = data["error"]
+    elif isinstance(data, dict) and isinstance(data.get("failures"), dict):
+        for rank, code in _int_keys(data["failures"]).items():
+            out.failures[rank] = code if isinstance(code, int) else None
+    else:
+        out.error = res.failure() or f"torchrun's launcher exited with code {res.returncode} and said nothing"
+    return out
+
+
+def bind_to_launcher(environ: Mapping[str, str]) -> None:
+    """A worker of `cudadoctor fleet --nnodes …` ends (SIGTERM, which kills its own children) when its
+    launcher does: torch starts each worker in a session of its own, so Ctrl-C on the doctor, which ends
+    the launcher, would not reach the workers otherwise. Linux only; elsewhere the workers' own bounds hold."""
+    pid = environ.get(LAUNCHER, "")
+    if not pid.isdigit() or "TORCHELASTIC_RUN_ID" not in environ or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(pid):  # the launcher ended before the line above
+        os.kill(os.getpid(), signal.SIGTERM)

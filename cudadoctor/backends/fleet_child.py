@@ -14,8 +14,9 @@ goes, so a run its parent has to kill still leaves what was learnt; the last lin
 
 argv[1]: JSON config (see backends/fleet.py); stdin: this node's check report (JSON) on local rank 0.
 CUDADOCTOR_FLEET_TEST (JSON, tests only): {"delay": {"RANK": seconds}, "exit": {"RANK": "step"},
-"hang": {"RANK": "step"}, "block": {"RANK": "step"}, "gpus": N}: a straggler, a rank that dies, a rank that
-never arrives, a rank stuck inside a step (as in a blocking NCCL call), N GPUs visible to every rank.
+"hang": {"RANK": "step"}, "block": {"RANK": "step"}, "gpus": N, "host": NAME}: a straggler, a rank that dies,
+a rank that never arrives, a rank stuck inside a step (as in a blocking NCCL call), N GPUs visible to every
+rank, the host name this rank reports.
 """
 
 import contextlib
@@ -251,7 +252,7 @@ class Fleet:
             "local_rank": self.local_rank,
             "local_world_size": self.local_world,
             "node_rank": self.node,
-            "host": socket.gethostname(),
+            "host": self.test.get("host") or socket.gethostname(),
             "torch": torch.__version__,
             "torch_cuda": getattr(torch.version, "cuda", None),
             "nccl": nccl_version(torch),

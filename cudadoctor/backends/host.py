@@ -3,19 +3,18 @@ toolkit on disk, and who owns a process. Read-only, time-bounded where it runs p
 
 from __future__ import annotations
 
-import getpass
 import glob
 import os
 import platform
 import re
 import shutil
-import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from cudadoctor.backends.child import run_child
 from cudadoctor.backends.hostfs import Host
+from cudadoctor.backends.procinfo import identity
 from cudadoctor.facts import PciDevice, PciFacts, SystemFacts, ToolkitFacts, ToolkitInstall
 from cudadoctor.knowledge.secrets import mask_value
 
@@ -98,10 +97,7 @@ def system_facts(environ: Mapping[str, str], host: Host | None = None) -> System
     if module:
         m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", module)
         module_version = m.group(1) if m else None
-    try:
-        user: str | None = getpass.getuser()
-    except Exception:  # no passwd entry in some containers
-        user = None
+    hostname, user = identity()
     return SystemFacts(
         os=platform.system() or sys.platform,
         os_release=pretty,
@@ -110,7 +106,7 @@ def system_facts(environ: Mapping[str, str], host: Host | None = None) -> System
         machine=platform.machine(),
         python_version=platform.python_version(),
         python_executable=sys.executable,
-        hostname=socket.gethostname(),
+        hostname=hostname,
         user=user,
         cpu_count=os.cpu_count(),
         memory_total=_memory_total(),

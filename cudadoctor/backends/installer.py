@@ -104,8 +104,24 @@ def _uses_pytorch_channel(cmd: str) -> bool:
     return re.search(r"(?:^|\s)(?:-c|--channel)(?:\s+|=)pytorch(?:\s|$)", cmd) is not None
 
 
-def detect(prefix: str | None, torch_installer: str | None = None) -> EnvironmentManager | None:
-    """What manages the environment at `prefix` (sys.prefix of the target interpreter)."""
+MARKER = "EXTERNALLY-MANAGED"  # PEP 668, in sysconfig.get_path("stdlib")
+
+
+def externally_managed(stdlib: str | None, is_venv: bool) -> bool | None:
+    """Does pip refuse to install here (PEP 668)? Never in a venv (pip skips the marker there, as the PEP
+    says); elsewhere when the stdlib directory holds the marker. None when the stdlib is unknown."""
+    if is_venv:
+        return False
+    if not stdlib:
+        return None
+    return os.path.isfile(os.path.join(stdlib, MARKER))
+
+
+def detect(
+    prefix: str | None, torch_installer: str | None = None, stdlib: str | None = None
+) -> EnvironmentManager | None:
+    """What manages the environment at `prefix` (sys.prefix of the target interpreter); `stdlib` is its
+    sysconfig stdlib directory, where a PEP 668 marker says whether pip may install into it."""
     if not prefix:
         return None
     prefix = os.path.normpath(prefix)
@@ -159,6 +175,9 @@ def detect(prefix: str | None, torch_installer: str | None = None) -> Environmen
         m.evidence.append(f"torch's INSTALLER is {torch_installer}")
     if is_conda or m.kind == "pixi":
         _conda_details(prefix, m)
+    m.externally_managed = externally_managed(stdlib, cfg is not None)
+    if m.externally_managed:
+        m.evidence.append(f"{os.path.join(stdlib or '', MARKER)} exists: pip does not install here (PEP 668)")
     return m
 
 

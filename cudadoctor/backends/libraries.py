@@ -572,7 +572,7 @@ def _enrich(t: TorchFacts, root: str) -> None:
         user_site=t.user_site,
     )
     try:
-        lf.manager = detect(t.prefix, t.torch_installer)
+        lf.manager = detect(t.prefix, t.torch_installer, t.stdlib)
     except Exception as exc:
         lf.errors.append(f"environment manager: {type(exc).__name__}: {exc}")
     if sys.platform.startswith("linux") and platform.machine() in ("aarch64", "arm64"):

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cudadoctor.facts.nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
+from cudadoctor.facts.nvml import LOST_ERRORS, DriverFacts, GpuProcess, MigInstance, NvmlDevice
 
 _LOCK = threading.Lock()
 
@@ -132,7 +132,7 @@ class _Session:
                 self._missing(fn_name)
             elif device is None and (name != "NOT_SUPPORTED" or fn_name in _MUST_ANSWER):
                 self.facts.query_errors[fn_name] = name
-            elif name in ("GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND") and device is not None:
+            elif name in LOST_ERRORS and device is not None:
                 raise _DeviceGone(name) from None
             elif device is not None:
                 device.unsupported[what or fn_name] = name
@@ -144,11 +144,13 @@ class _Session:
     def first(self, names: list[str], *args: Any, device: NvmlDevice | None = None, what: str = "") -> Any:
         """Call the newest of several versioned functions the driver has."""
         missing_before = len(self.facts.missing_functions)
+        errors_before = dict(self.facts.query_errors)
         for name in names:
             value = self.call(name, *args, device=device, what=what)
             if value is not None:
-                # an older fallback answered: the newer one is not worth reporting as missing
+                # an older fallback answered: the newer one is not worth reporting as missing or failed
                 del self.facts.missing_functions[missing_before:]
+                self.facts.query_errors = errors_before
                 return value
         return None
 
@@ -162,11 +164,13 @@ def query_driver(
     with_binding: bool = True,
     trace: Callable[[str], None] | None = None,
     progress: Callable[[DriverFacts], None] | None = None,
+    first: int = 0,
 ) -> DriverFacts:
     """Everything NVML can tell about the driver and each GPU. Never raises for NVML trouble.
 
     with_binding=False skips naming the binding's version (importlib.metadata costs ~7 ms, which
-    `cudadoctor gpus` does not spend)."""
+    `cudadoctor gpus` does not spend). first: the GPUs before this index are not read (they were, by a
+    query that then crashed or hung in the GPU at first - 1)."""
     try:
         import pynvml as nv  # the nvidia-ml-py binding
     except ImportError:
@@ -190,7 +194,7 @@ def query_driver(
             facts.library_loaded = True
             facts.library_path = _loaded_library_path()
             facts.library_version = library_version_from_path(facts.library_path)
-            _query_system(_Session(nv, facts, trace, progress), with_processes)
+            _query_system(_Session(nv, facts, trace, progress), with_processes, first)
         finally:
             try:
                 if trace is not None:
@@ -201,7 +205,7 @@ def query_driver(
     return facts
 
 
-def _query_system(s: _Session, with_processes: bool) -> None:
+def _query_system(s: _Session, with_processes: bool, first: int = 0) -> None:
     f = s.facts
     version = s.call("nvmlSystemGetDriverVersion")
     f.driver_version = _text(version) if version is not None else None
@@ -209,7 +213,9 @@ def _query_system(s: _Session, with_processes: bool) -> None:
     nvml_version = s.call("nvmlSystemGetNVMLVersion")
     f.nvml_version = _text(nvml_version) if nvml_version is not None else None
     f.device_count = s.call("nvmlDeviceGetCount")
-    for index in range(f.device_count or 0):
+    if s.progress is not None:
+        s.progress(f)  # the count goes out before any GPU: a crash in the first GPU is then that GPU's
+    for index in range(first, f.device_count or 0):
         dev = NvmlDevice(index=index)
         try:
             handle = s.call("nvmlDeviceGetHandleByIndex", index, device=dev, what="handle")
@@ -222,8 +228,6 @@ def _query_system(s: _Session, with_processes: bool) -> None:
         f.devices.append(dev)
         if s.progress is not None:
             s.progress(f)
-    if s.progress is not None and not f.devices:
-        s.progress(f)  # no GPU to report: the system facts still go out before nvmlShutdown
 
 
 def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) -> None:
@@ -248,8 +252,9 @@ def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) ->
     dev.pcie_gen_max = s.call("nvmlDeviceGetMaxPcieLinkGeneration", h, device=dev, what="pcie")
     dev.pcie_width_current = s.call("nvmlDeviceGetCurrPcieLinkWidth", h, device=dev, what="pcie")
     dev.pcie_width_max = s.call("nvmlDeviceGetMaxPcieLinkWidth", h, device=dev, what="pcie")
-    mig = s.call("nvmlDeviceGetMigMode", h, device=dev, what="mig")
-    dev.unsupported.pop("mig", None)  # NOT_SUPPORTED just means a GPU without MIG
+    mig = s.call("nvmlDeviceGetMigMode", h, device=dev, what="mig_mode")
+    if dev.unsupported.get("mig_mode") == "NOT_SUPPORTED":
+        del dev.unsupported["mig_mode"]  # just a GPU without MIG; any other error stays named
     if mig is not None:
         dev.mig_enabled = bool(mig[0])
         if dev.mig_enabled:
@@ -305,18 +310,26 @@ def _query_health(s: _Session, h: Any, dev: NvmlDevice) -> None:
 
 
 def _query_mig(s: _Session, h: Any, dev: NvmlDevice) -> list[MigInstance]:
+    """The MIG devices; an error other than an empty slot (NOT_FOUND) is named in dev.unsupported
+    ("mig_devices") and on the instance, never read as "no MIG device"."""
     out: list[MigInstance] = []
-    for i in range(s.call("nvmlDeviceGetMaxMigDeviceCount", h, device=dev, what="mig") or 0):
+    for i in range(s.call("nvmlDeviceGetMaxMigDeviceCount", h, device=dev, what="mig_devices") or 0):
         probe = NvmlDevice(index=i)
         mh = s.call("nvmlDeviceGetMigDeviceHandleByIndex", h, i, device=probe, what="handle")
         if mh is None:
-            continue  # NOT_FOUND: an empty slot
+            error = probe.unsupported.get("handle", "NOT_FOUND")
+            if error != "NOT_FOUND":  # NOT_FOUND: an empty slot
+                dev.unsupported.setdefault("mig_devices", error)
+            continue
         inst = MigInstance(index=i)
         uuid = s.call("nvmlDeviceGetUUID", mh, device=probe, what="uuid")
         inst.uuid = _text(uuid) if uuid is not None else None
         mem = s.call("nvmlDeviceGetMemoryInfo", mh, device=probe, what="memory")
         if mem is not None:
             inst.memory_total, inst.memory_used = int(mem.total), int(mem.used)
+        if probe.unsupported:
+            inst.error = ", ".join(f"{what} {name}" for what, name in sorted(probe.unsupported.items()))
+            dev.unsupported.setdefault("mig_devices", next(iter(probe.unsupported.values())))
         out.append(inst)
     return out
 

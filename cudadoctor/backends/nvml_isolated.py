@@ -45,8 +45,25 @@ def _unpack(text: str) -> Any:
     return pickle.loads(base64.b64decode(text))
 
 
-def _run_query(write: Any, with_processes: bool, with_binding: bool, trace: Any = None) -> None:
-    """Query and report through `write`; `trace` is told each call's name first (default: a CALL line)."""
+STALL_SHARE = 0.5  # of the bound: how long one GPU's calls may take before the GPU counts as hung
+
+
+def _watchdog(stall: float) -> None:
+    """(Re)arm SIGALRM: unless the next GPU is read within `stall` seconds, the kernel ends this child
+    (SIGALRM's default action; a Python handler could not run while a driver call blocks). The parent
+    reads that as "hung" in the call under way and has time left to read the GPUs after it."""
+    import signal
+
+    if stall > 0 and hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, stall)
+
+
+def _run_query(
+    write: Any, with_processes: bool, with_binding: bool, trace: Any = None, first: int = 0, stall: float = 0.0
+) -> None:
+    """Query and report through `write`; `trace` is told each call's name first (default: a CALL line);
+    the GPUs before `first` are not read; each GPU (from the count on) must be read within `stall`."""
     import dataclasses
 
     from cudadoctor.backends.nvml import query_driver
@@ -63,28 +80,32 @@ def _run_query(write: Any, with_processes: bool, with_binding: bool, trace: Any 
         for dev in facts.devices[sent:]:
             write(DEVICE + _pack(dev))
         sent = len(facts.devices)
+        _watchdog(stall)
 
     if trace is None:
         trace = lambda name: write(CALL + name)  # noqa: E731
-    facts = query_driver(with_processes, with_binding, trace=trace, progress=progress)
+    facts = query_driver(with_processes, with_binding, trace=trace, progress=progress, first=first)
     progress(facts)
     system(facts)
     write(DONE)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The fresh-interpreter child: `python -m cudadoctor.backends.nvml_isolated [--processes] [--binding]`."""
+    """The fresh-interpreter child: `python -m cudadoctor.backends.nvml_isolated [--processes] [--binding]
+    [--from N]`."""
     args = sys.argv[1:] if argv is None else argv
+    first = int(args[args.index("--from") + 1]) if "--from" in args else 0
+    stall = float(args[args.index("--stall") + 1]) if "--stall" in args else 0.0
 
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    _run_query(write, "--processes" in args, "--binding" in args)
+    _run_query(write, "--processes" in args, "--binding" in args, first=first, stall=stall)
 
 
-def _parse(lines: list[str]) -> tuple[DriverFacts | None, str | None, bool, bool]:
-    """(facts so far, the last call named, whether it finished, whether every GPU was read)."""
+def _parse(lines: list[str], first: int = 0) -> tuple[DriverFacts | None, str | None, bool, bool]:
+    """(facts so far, the last call named, whether it finished, whether every GPU from `first` was read)."""
     import dataclasses
 
     from cudadoctor.facts.nvml import DriverFacts
@@ -106,16 +127,16 @@ def _parse(lines: list[str]) -> tuple[DriverFacts | None, str | None, bool, bool
         except Exception:  # a line cut short by a crash: what came before still counts
             continue
     facts = dataclasses.replace(system, devices=devices) if isinstance(system, DriverFacts) else None
-    complete = facts is not None and facts.device_count is not None and len(facts.devices) >= facts.device_count
+    complete = facts is not None and facts.device_count is not None and first + len(facts.devices) >= facts.device_count
     return facts, call, done, complete
 
 
-def _result(lines: list[str], ended: str | None, last_call: str | None = None) -> DriverFacts:
+def _result(lines: list[str], ended: str | None, last_call: str | None = None, first: int = 0) -> DriverFacts:
     """Facts from the child's lines; `ended` says how it ended when it did not finish; `last_call`, the
     call it was in as the forked child left it in shared memory (else the last CALL line)."""
     from cudadoctor.facts.nvml import DriverFacts
 
-    facts, call, done, complete = _parse(lines)
+    facts, call, done, complete = _parse(lines, first)
     if done and facts is not None:
         return facts
     call = last_call or call
@@ -131,9 +152,11 @@ def _result(lines: list[str], ended: str | None, last_call: str | None = None) -
     return facts
 
 
-def _signal_name(status: int) -> str:
+def _signal_name(status: int, stall: float = 0.0) -> str:
     import signal
 
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == getattr(signal, "SIGALRM", None) and stall:
+        return f"hung (no answer within {stall:g} s)"  # its own watchdog (_watchdog)
     if os.WIFSIGNALED(status):
         try:
             return f"crashed ({signal.Signals(os.WTERMSIG(status)).name})"
@@ -145,15 +168,25 @@ def _signal_name(status: int) -> str:
 class _Started:
     """A query under way in a forked child."""
 
-    __slots__ = ("fd", "pid", "shared", "started", "with_binding", "with_processes")
+    __slots__ = ("fd", "first", "pid", "shared", "stall", "started", "with_binding", "with_processes")
 
     def __init__(
-        self, pid: int, fd: int, started: float, with_processes: bool, with_binding: bool, shared: Any
+        self,
+        pid: int,
+        fd: int,
+        started: float,
+        with_processes: bool,
+        with_binding: bool,
+        shared: Any,
+        first: int = 0,
+        stall: float = 0.0,
     ) -> None:
         self.pid, self.fd = pid, fd  # fd: the read end of the child's pipe
         self.started = started  # time.monotonic() at the fork: --timeout bounds the query from there
         self.with_processes, self.with_binding = with_processes, with_binding
         self.shared = shared  # the mmap where the child names the call under way
+        self.first = first  # the first GPU it reads (those before were read by an earlier child)
+        self.stall = stall  # how long one GPU may take (its watchdog)
 
 
 _PREFETCHED: _Started | None = None
@@ -177,7 +210,7 @@ def _die_with_parent(parent: int) -> None:
 CALL_ROOM = 256  # bytes of shared memory for the name of the call under way
 
 
-def _start(with_processes: bool, with_binding: bool) -> _Started:
+def _start(with_processes: bool, with_binding: bool, first: int = 0, stall: float = 0.0) -> _Started:
     import mmap
 
     r, w = os.pipe()
@@ -198,7 +231,7 @@ def _start(with_processes: bool, with_binding: bool) -> _Started:
         try:
             import _signal
 
-            for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the parent's handlers are not the child's
+            for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM"):  # the parent's handlers are not the child's
                 _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
             os.close(r)
             _die_with_parent(parent)
@@ -212,7 +245,7 @@ def _start(with_processes: bool, with_binding: bool) -> _Started:
                 if name == "nvmlShutdown":
                     write(CALL + name)
 
-            _run_query(write, with_processes, with_binding, trace)
+            _run_query(write, with_processes, with_binding, trace, first, stall)
         except BaseException:
             code = 1
         finally:
@@ -222,7 +255,7 @@ def _start(with_processes: bool, with_binding: bool) -> _Started:
         from cudadoctor.backends.child import remember_pid
 
         remember_pid(pid)  # a signal that ends the doctor kills this child too (Linux: _die_with_parent)
-    return _Started(pid, r, started, with_processes, with_binding, shared)
+    return _Started(pid, r, started, with_processes, with_binding, shared, first, stall)
 
 
 def _forget(pid: int) -> None:
@@ -231,8 +264,8 @@ def _forget(pid: int) -> None:
         child.forget_pid(pid)
 
 
-def _all_read(chunks: list[bytes]) -> bool:
-    """Whether the child reported every GPU: as many DEVICE lines as the SYSTEM line counts."""
+def _all_read(chunks: list[bytes], first: int = 0) -> bool:
+    """Whether the child reported every GPU from `first` on, as the SYSTEM line counts them."""
     lines = b"".join(chunks).decode(errors="replace").splitlines()
     devices = sum(1 for ln in lines if ln.startswith(DEVICE))
     system = next((ln for ln in reversed(lines) if ln.startswith(SYSTEM)), None)
@@ -240,7 +273,7 @@ def _all_read(chunks: list[bytes]) -> bool:
         count = _unpack(system[len(SYSTEM) :]).device_count if system else None
     except Exception:
         return False
-    return count is not None and devices >= count
+    return count is not None and first + devices >= count
 
 
 def _collect(job: _Started, timeout: float) -> DriverFacts:
@@ -256,7 +289,7 @@ def _collect(job: _Started, timeout: float) -> DriverFacts:
     shutdown = f"{CALL}nvmlShutdown\n".encode()
     try:
         while True:
-            if limit == deadline and tail == shutdown and _all_read(chunks):
+            if limit == deadline and tail == shutdown and _all_read(chunks, job.first):
                 # every GPU is read; only nvmlShutdown is left: a short grace, not the whole bound
                 limit = min(deadline, time.monotonic() + SHUTDOWN_GRACE)
             now = time.monotonic()
@@ -287,10 +320,10 @@ def _collect(job: _Started, timeout: float) -> DriverFacts:
     if status is None:
         ended = ended or "did not exit"
     elif ended is None and status != 0:
-        ended = _signal_name(status)
+        ended = _signal_name(status, job.stall)
     last_call = job.shared[:].split(b"\n", 1)[0].decode(errors="replace") or None
     job.shared.close()
-    facts = _result(b"".join(chunks).decode(errors="replace").splitlines(), ended, last_call)
+    facts = _result(b"".join(chunks).decode(errors="replace").splitlines(), ended, last_call, job.first)
     if status is None:  # still there after SIGKILL: worth knowing, a GPU whose driver call never returns
         stuck = "; the process could not be stopped (stuck in the driver)"
         facts.query_failure = (facts.query_failure or "") + stuck
@@ -334,7 +367,7 @@ def _discard(job: _Started) -> None:
     job.shared.close()
 
 
-def prefetch(with_processes: bool) -> None:
+def prefetch(with_processes: bool, timeout: float = 15.0) -> None:
     """Start the query `cudadoctor gpus` is about to make, before its command line is parsed: the doctor's
     imports then overlap with the child's. query() takes it over when its arguments agree; when the
     command never asks (a usage error), the child dies with the doctor (_die_with_parent)."""
@@ -344,30 +377,84 @@ def prefetch(with_processes: bool) -> None:
         import cudadoctor.facts.nvml  # noqa: F401
 
         try:
-            _PREFETCHED = _start(with_processes, False)
+            _PREFETCHED = _start(with_processes, False, stall=timeout * STALL_SHARE)
         except OSError:  # no fork now (a process limit): the command queries the usual way
             _PREFETCHED = None
 
 
-def _forked(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
+def _forked(
+    with_processes: bool, with_binding: bool, timeout: float, first: int = 0, stall: float = 0.0
+) -> DriverFacts:
     import pynvml  # noqa: F401  (the Python module only, shared by every fork: `gpus --watch` forks often)
 
-    return _collect(_start(with_processes, with_binding), timeout)
+    return _collect(_start(with_processes, with_binding, first, stall), timeout)
 
 
-def _subprocess(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
+def _subprocess(
+    with_processes: bool, with_binding: bool, timeout: float, first: int = 0, stall: float = 0.0
+) -> DriverFacts:
+    import signal
+
     from cudadoctor.backends.child import run_child
 
     argv = [sys.executable, "-m", "cudadoctor.backends.nvml_isolated"]
     argv += ["--processes"] if with_processes else []
     argv += ["--binding"] if with_binding else []
+    argv += ["--from", str(first)] if first else []
+    argv += ["--stall", f"{stall:g}"] if stall else []
     res = run_child(argv, timeout=timeout)
     ended = None
     if res.timed_out:
         ended = f"hung (no answer within {timeout:g} s)"
+    elif stall and res.returncode == -getattr(signal, "SIGALRM", 0):  # its own watchdog (_watchdog)
+        ended = f"hung (no answer within {stall:g} s)"
     elif not res.ok:
         ended = res.failure()
-    return _result(res.stdout.splitlines(), ended)
+    return _result(res.stdout.splitlines(), ended, first=first)
+
+
+def _sick_gpu(facts: DriverFacts) -> int | None:
+    """The GPU the query crashed or hung in, when it did so inside one GPU's calls (the GPUs before it
+    were read, the count is known, and it was not nvmlShutdown after every GPU)."""
+    failure = facts.query_failure
+    if facts.init_status != "ok" or facts.device_count is None or not failure or "(after every GPU)" in failure:
+        return None
+    if not failure.startswith(("crashed", "hung")) or len(facts.devices) >= facts.device_count:
+        return None
+    return len(facts.devices)
+
+
+def _past_sick_gpus(facts: DriverFacts, query_from: Any, end: float) -> DriverFacts:
+    """One sick GPU never hides the healthy ones: a GPU whose query crashed or hung is kept as a device
+    with error CRASHED or HUNG and the call named, and a fresh child reads the GPUs after it, until `end`
+    (time.monotonic(), the one bound of the whole query). A hung GPU is cut at half the bound by its
+    child's watchdog, so there is time left for the others; what is unread at the end is counted."""
+    from cudadoctor.facts.nvml import NvmlDevice
+
+    failures: list[str] = []
+    while (sick := _sick_gpu(facts)) is not None:
+        failure = facts.query_failure or ""
+        state = "HUNG" if failure.startswith("hung") else "CRASHED"
+        facts.devices.append(NvmlDevice(index=sick, error=state, failure=failure))
+        failures.append(f"{failure} on GPU {sick}")
+        facts.query_failure = None
+        left = end - time.monotonic()
+        if sick + 1 >= (facts.device_count or 0):
+            break
+        if left <= 0:
+            facts.query_failure = f"no time left to read GPU {sick + 1} and after"
+            break
+        rest = query_from(sick + 1, left)
+        if rest.init_status != "ok" or rest.device_count != facts.device_count:  # a different machine now
+            facts.query_failure = rest.query_failure or rest.init_message or f"NVML {rest.init_status}"
+            break
+        facts.devices += rest.devices
+        facts.query_errors.update(rest.query_errors)
+        facts.missing_functions += [f for f in rest.missing_functions if f not in facts.missing_functions]
+        facts.query_failure = rest.query_failure
+    if failures:
+        facts.query_failure = "; ".join(failures + ([facts.query_failure] if facts.query_failure else []))
+    return facts
 
 
 def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFacts:
@@ -375,8 +462,12 @@ def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFac
     global _PREFETCHED
     job, _PREFETCHED = _PREFETCHED, None
     if job is not None:
-        if (job.with_processes, job.with_binding) == (with_processes, with_binding):
-            return _collect(job, timeout)  # without the binding, the child says BINDING_MISSING
+        if (job.with_processes, job.with_binding, job.stall) == (with_processes, with_binding, timeout * STALL_SHARE):
+            # without the binding, the child says BINDING_MISSING
+            facts = _collect(job, timeout)
+            return _past_sick_gpus(
+                facts, _rest(_forked, with_processes, with_binding, job.stall), job.started + timeout
+            )
         _discard(job)
     import importlib.util
     import threading
@@ -385,13 +476,23 @@ def query(with_processes: bool, with_binding: bool, timeout: float) -> DriverFac
 
     if importlib.util.find_spec("pynvml") is None:
         return DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING")
+    end = time.monotonic() + timeout
+    stall = timeout * STALL_SHARE
     if hasattr(os, "fork") and threading.active_count() == 1:
-        return _forked(with_processes, with_binding, timeout)
-    if sys.platform == "win32":  # no fork, and a fresh interpreter per query is slow there: in process
+        run = _forked
+    elif sys.platform == "win32":  # no fork, and a fresh interpreter per query is slow there: in process
         from cudadoctor.backends.nvml import query_driver
 
         return query_driver(with_processes, with_binding)
-    return _subprocess(with_processes, with_binding, timeout)
+    else:
+        run = _subprocess
+    facts = run(with_processes, with_binding, timeout, 0, stall)
+    return _past_sick_gpus(facts, _rest(run, with_processes, with_binding, stall), end)
+
+
+def _rest(run: Any, with_processes: bool, with_binding: bool, stall: float) -> Any:
+    """The query of the GPUs from an index on, within what is left of the bound: (first, left) -> facts."""
+    return lambda first, left: run(with_processes, with_binding, left, first, min(stall, left))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,23 @@ import sys
 from cudadoctor.facts.nvml import GpuProcess
 
 
+def identity() -> tuple[str | None, str | None]:
+    """(host name, user name) of this process: the facts' system.hostname and .user, and what every
+    command's --redact replaces."""
+    import getpass
+    import socket
+
+    try:
+        user: str | None = getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        user = None
+    try:
+        host: str | None = socket.gethostname() or None
+    except OSError:
+        host = None
+    return host, user
+
+
 def _describe_from_proc(p: GpuProcess) -> None:
     """Linux: read /proc directly, which is what psutil would do, without its ~7 ms import."""
     import pwd

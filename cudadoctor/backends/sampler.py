@@ -21,6 +21,8 @@ _SKIP = ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NO_PERMISSION", "ARGUMENT_VERSI
 _GONE = ("GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND", "UNINITIALIZED")
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed")
 KB = 1024  # NVML reports PCIe throughput in KB/s
+MAPS_MOST = 8 << 20  # bytes of one process's /proc/PID/maps read at most (a CUDA process's are ~1 MB)
+MAPS_PROCESSES = 256  # processes whose maps one sample reads; the rest of a larger tree stays unknown
 
 
 class Nvml:
@@ -189,6 +191,25 @@ def shm_usage(path: str = "/dev/shm") -> tuple[int | None, int | None]:
     return (st.f_blocks - st.f_bfree) * st.f_frsize, total
 
 
+def maps_libcuda(pid: int, most: int = MAPS_MOST) -> bool | None:
+    """Whether the process maps libcuda.so (the CUDA driver library: a process that never loads it never
+    used a GPU, whatever NVML's PID namespace shows). None when its maps cannot be read (another user's
+    process, not Linux, gone) or hold more than `most` bytes without it."""
+    read, tail = 0, b""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as fh:
+            while read < most:
+                chunk = fh.read(1 << 16)
+                if not chunk:
+                    return False if read else None  # a live process always maps something: empty is a zombie
+                if b"/libcuda.so" in tail + chunk:
+                    return True
+                read, tail = read + len(chunk), chunk[-16:]
+    except OSError:
+        return None
+    return None
+
+
 class ProcessTree:
     """The watched process and its descendants, each one's CPU use since the previous sample."""
 
@@ -201,6 +222,7 @@ class ProcessTree:
         self.cmdlines: dict[int, tuple[str, ...]] = {}
         self.cache: dict[int, Any] = {}  # pid -> psutil.Process, kept between samples
         self.parents: dict[int, int | None] = {}  # from the tree walk, when it knew them
+        self.libcuda: dict[int, Any] = {}  # pid -> Process known to map libcuda (it stays mapped)
 
     def members(self) -> list[Any]:
         """The root and its descendants. On Linux from /proc/PID/task/TID/children, which costs in
@@ -262,15 +284,27 @@ class ProcessTree:
                     wall = now - prev[0]
                     cpu = max(0.0, (cpu_s - prev[1]) / wall * 100) if wall > 0 else None
                 self.last[p.pid] = (now, cpu_s, p)
-            out.append(ProcSample(pid=p.pid, role=OTHER, name=name, cpu=cpu, rss=rss))
+            libcuda = self._maps_libcuda(p) if len(out) < MAPS_PROCESSES else None
+            out.append(ProcSample(pid=p.pid, role=OTHER, name=name, cpu=cpu, rss=rss, libcuda=libcuda))
         for pid in list(self.last):
             if pid not in seen:
                 del self.last[pid]
                 self.cmdlines.pop(pid, None)
+        for pid in list(self.libcuda):
+            if pid not in seen:
+                del self.libcuda[pid]
         roles = classify([s.pid for s in out], parents, names, self.cmdlines, gpu_pids=gpu_pids, root=self.root)
         for s in out:
             s.role = roles[s.pid]
         return out
+
+    def _maps_libcuda(self, proc: Any) -> bool | None:
+        if self.libcuda.get(proc.pid) == proc:  # the same process, not a reused PID: read once
+            return True
+        found = maps_libcuda(proc.pid)
+        if found:
+            self.libcuda[proc.pid] = proc
+        return found
 
 
 def _children(pid: int) -> list[int] | None:

@@ -137,6 +137,14 @@ def loaded_libraries():
 def environment_facts(out):
     """Where this interpreter looks for packages and libraries (read before torch is imported)."""
     out["prefix"] = sys.prefix
+    try:
+        import importlib.util
+        import sysconfig
+
+        out["stdlib"] = sysconfig.get_path("stdlib")
+        out["ensurepip"] = importlib.util.find_spec("ensurepip") is not None
+    except Exception:
+        pass
     here = os.path.dirname(os.path.abspath(__file__))  # sys.path[0]: this script's directory
     out["site_dirs"] = [p for p in sys.path if p and os.path.isdir(p) and os.path.abspath(p) != here]
     out["ld_library_path"] = os.environ.get("LD_LIBRARY_PATH")

@@ -3,6 +3,7 @@ is never imported (nor CUDA initialised) in the doctor's own process."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,19 @@ class InterpreterProblem:
 
     def __str__(self) -> str:
         return self.message
+
+
+# Where an environment keeps its interpreter: venv and conda on POSIX, venv on Windows, conda on Windows.
+ENV_INTERPRETERS = ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe")
+
+
+def interpreter_in(directory: str) -> str | None:
+    """The interpreter of the venv or conda environment at `directory`, None when it holds none."""
+    for rel in ENV_INTERPRETERS:
+        path = os.path.join(directory, *rel.split("/"))
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def check_interpreter(python: str, timeout: float = 15.0) -> InterpreterProblem | None:

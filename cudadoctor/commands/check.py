@@ -13,7 +13,7 @@ import click
 
 from cudadoctor import locale as i18n
 from cudadoctor import probes
-from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
+from cudadoctor.cli import Seconds, complete_probe_names, echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.report import ProbeOutcome, Severity, Source
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # facts, report and rules load while the probes run (see coll
     from cudadoctor.facts import Facts
     from cudadoctor.report import Report
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "openmetrics")
 MAX_REPORT = 64 << 20  # a saved report is a few hundred KB
 
 
@@ -131,6 +131,19 @@ def diagnose(
     )
 
 
+def _needed(req: Requirements) -> set[str]:
+    """The probes a requirement cannot be judged without, even under --only: which GPUs a job sees
+    needs the environment (CUDA_VISIBLE_DEVICES) besides the driver; a bandwidth needs its measurement."""
+    needed = set()
+    if req.require_gpus is not None or req.min_free_memory is not None or req.min_compute_capability is not None:
+        needed |= {"driver", "system"}
+    if req.expect_torch_cuda is not None or req.require_cudnn:
+        needed.add("torch")
+    if req.min_h2d_gbps is not None:
+        needed.add("bandwidth")
+    return needed
+
+
 def _check_writable(path: str, option: str) -> None:
     if not path:
         fail(f"{option}: an empty path")
@@ -152,7 +165,7 @@ def _write(path: str, text: str) -> None:
 
 
 def _target_python(python: str | None, timeout: float | None) -> str:
-    from cudadoctor.backends.torchenv import check_interpreter
+    from cudadoctor.backends.torchenv import ENV_INTERPRETERS, check_interpreter, interpreter_in
 
     if python is None:
         return sys.executable
@@ -161,6 +174,12 @@ def _target_python(python: str | None, timeout: float | None) -> str:
     resolved = shutil.which(python) or python
     if not os.path.exists(resolved):
         fail(f"--python {python}: no such file")
+    if os.path.isdir(resolved):  # a venv or conda environment: its interpreter
+        found = interpreter_in(resolved)
+        if found is None:
+            like = os.path.join(python, *ENV_INTERPRETERS[2 if sys.platform == "win32" else 0].split("/"))
+            fail(f"--python {python}: no Python interpreter in this directory; pass one, like {like}")
+        resolved = found
     problem = check_interpreter(resolved, timeout=min(timeout or 15.0, 15.0))
     if problem:
         fail(f"--python {python}: {problem}", code=EXIT_INCOMPLETE if problem.failed else EXIT_USAGE)
@@ -182,23 +201,94 @@ def _collect_with_progress(
         return collect(chosen, python, timeout, size, registry)
 
 
-def emit(rep: Report, fmt: str, output: str | None, redact: bool, verbose: bool, machine: Report | None = None) -> None:
-    """`machine`: the same report in English, for the file --output writes (machines read it)."""
+def _write_atomically(path: str, text: str) -> None:
+    """Write beside the target, then rename over it: a reader (node_exporter's textfile collector) sees
+    the old file or the new one, never half of one."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = -1, ""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cudadoctor-", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fd = -1
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the metrics from a collector running as another user
+        os.replace(tmp, path)
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        fail(f"cannot write {path}: {exc.strerror or exc}", code=3)
+
+
+def emit(
+    rep: Report,
+    fmt: str,
+    output: str | None,
+    redact: bool,
+    verbose: bool,
+    machine: Report | None = None,
+    metrics_file: str | None = None,
+) -> None:
+    """`machine`: the same report in English, for the files --output and --metrics-file write (machines
+    read them)."""
     import json
 
-    from cudadoctor.render import markdown, text
+    from cudadoctor.render import markdown, openmetrics, text
     from cudadoctor.render.redact import report_data
 
     data = report_data(rep, redact)
+    machine_data = data if machine is None else report_data(machine, redact)
     json_text = json.dumps(data, indent=2) + "\n"
     if output:
-        _write(output, json_text if machine is None else json.dumps(report_data(machine, redact), indent=2) + "\n")
+        _write(output, json_text if machine is None else json.dumps(machine_data, indent=2) + "\n")
+    if metrics_file:
+        _write_atomically(metrics_file, openmetrics.render(machine_data))
     if fmt == "json":
         echo(json_text, nl=False)
+    elif fmt == "openmetrics":
+        echo(openmetrics.render(data), nl=False)
     elif fmt == "markdown":
         echo(markdown.render(data))
     else:
         text.render(rep, text.make_console(), verbose=verbose, redact=redact)
+
+
+def _refuse_conflicts(
+    fmt: str,
+    as_json: bool,
+    from_file: str | None,
+    timeout: float | None,
+    transfer_size: int | None,
+    full: bool,
+    only: str | None,
+    skip: str | None,
+    python: str | None,
+) -> None:
+    """Options that contradict each other, or one that another makes meaningless, are a usage error:
+    silently obeying one of them prints what the user did not ask for."""
+    if as_json and fmt != "text" and fmt != "json":
+        fail(f"--json and --format {fmt} ask for two formats: give one")
+    if from_file is not None:
+        given = [
+            name
+            for name, value in (
+                ("--only", only),
+                ("--skip", skip),
+                ("--full", full),
+                ("--python", python),
+                ("--timeout", timeout),
+                ("--transfer-size", transfer_size),
+            )
+            if value
+        ]
+        if given:
+            fail(f"--from replays a saved report, which runs no probe: it does not go with {', '.join(given)}")
+    if only and full:
+        measures = ",".join(p.name for p in probes.REGISTRY if not p.default)
+        fail(f"--only picks the checks, --full adds the measurements to all: give one (--only {only},{measures})")
 
 
 def run_check(
@@ -217,10 +307,12 @@ def run_check(
     junit: str | None,
     verbose: bool,
     gate: dict[str, Any],
+    metrics_file: str | None = None,
     command: str = "check",
     registry: Sequence[probes.Probe] = probes.REGISTRY,
 ) -> int:
-    for option, path in (("--output", output), ("--junit", junit)):
+    _refuse_conflicts(fmt, as_json, from_file, timeout, transfer_size, full, only, skip, python)
+    for option, path in (("--output", output), ("--junit", junit), ("--metrics-file", metrics_file)):
         if path is not None:
             _check_writable(path, option)
     if python is not None and not python:
@@ -231,8 +323,6 @@ def run_check(
         fail(str(exc))
     source = None
     if from_file is not None:
-        if only or skip or full or python:
-            fail("--from replays a saved report: it does not go with --only, --skip, --full or --python")
         try:
             facts, outcomes, source = load_saved(from_file)
         except ValueError as exc:
@@ -243,20 +333,23 @@ def run_check(
             names_option("--only", only, known),
             names_option("--skip", skip, known),
             full,
-            {"bandwidth"} if req.min_h2d_gbps is not None else None,
+            _needed(req),
             registry,
         )
         if not chosen:
             fail("--only and --skip leave no probe to run")
+        if transfer_size and not any(p.name == "bandwidth" for p in chosen):
+            fail("--transfer-size sizes the bandwidth measurement, which does not run: add --full or --only bandwidth")
         if any(p.where != probes.HERE for p in chosen):
             python = _target_python(python, timeout)
         facts, outcomes = _collect_with_progress(chosen, python or sys.executable, timeout, transfer_size, registry)
     rep = machine = diagnose(facts, outcomes, req, source, command)
     github = os.environ.get("GITHUB_ACTIONS") == "true"
-    if (output or junit or github) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
+    if (output or junit or github or metrics_file) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
         with i18n.use(i18n.ENGLISH):  # JSON, JUnit and annotations stay English unless --lang asked otherwise
             machine = diagnose(facts, outcomes, req, source, command)
-    emit(rep, "json" if as_json else fmt, output, redact, verbose, machine if machine is not rep else None)
+    english = machine if machine is not rep else None
+    emit(rep, "json" if as_json else fmt, output, redact, verbose, english, metrics_file)
     if junit:
         from cudadoctor.render.junit import render as junit_xml
 
@@ -280,8 +373,19 @@ def _options(fn: Any) -> Any:
             click.option(
                 "--output", "-o", type=str, metavar="FILE", help="Also write the JSON report to FILE (any --format)."
             ),
+            click.option(
+                "--metrics-file",
+                type=str,
+                metavar="FILE",
+                help="Also write OpenMetrics to FILE, atomically (node_exporter's textfile collector).",
+            ),
             click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output."),
-            click.option("--timeout", type=Seconds(min=0.5), metavar="SECONDS", help="One time bound for every probe."),
+            click.option(
+                "--timeout",
+                type=Seconds(min=0.5),
+                metavar="SECONDS",
+                help=f"One time bound for every probe instead of its own: {probes.bounds_text()}.",
+            ),
             click.option(
                 "--python",
                 "python",
@@ -306,8 +410,20 @@ def _options(fn: Any) -> Any:
 @_options
 @click.option("--from", "from_file", type=str, metavar="REPORT.json", help="Re-run the rules on a saved JSON report.")
 @click.option("--full", is_flag=True, help="Also measure: copy bandwidth per GPU and a training smoke test.")
-@click.option("--only", type=str, metavar="PROBES", help=f"Run only these probes: {probes.help_text()}.")
-@click.option("--skip", type=str, metavar="PROBES", help="Skip these probes (comma-separated).")
+@click.option(
+    "--only",
+    type=str,
+    metavar="PROBES",
+    shell_complete=complete_probe_names,
+    help=f"Run only these probes: {probes.help_text()}.",
+)
+@click.option(
+    "--skip",
+    type=str,
+    metavar="PROBES",
+    shell_complete=complete_probe_names,
+    help="Skip these probes (comma-separated).",
+)
 @click.option(
     "--config",
     "config_file",

@@ -185,17 +185,8 @@ def _report(facts: Any, outcomes: list) -> Any:
     return build("ckpt", facts, outcomes, findings, expected=[o.name for o in outcomes])
 
 
-def run_inspect(
-    path: str,
-    model: str | None,
-    python: str | None,
-    fmt: str,
-    as_json: bool,
-    redact: bool,
-    timeout: float | None,
-    trust: bool,
-    verbose: bool,
-) -> int:
+def inspect_report(path: str, model: str | None, python: str | None, timeout: float | None, trust: bool = False) -> Any:
+    """The report of `ckpt inspect` (the Python API's inspect_checkpoint too)."""
     from cudadoctor.backends.ckpt import _request
     from cudadoctor.facts.ckpt import ModelComparison
     from cudadoctor.report import ProbeOutcome
@@ -221,7 +212,21 @@ def run_inspect(
                 strip=list(cmp.get("strip") or []),
                 add=cmp.get("add"),
             )
-    rep = _report(facts, outcomes)
+    return _report(facts, outcomes)
+
+
+def run_inspect(
+    path: str,
+    model: str | None,
+    python: str | None,
+    fmt: str,
+    as_json: bool,
+    redact: bool,
+    timeout: float | None,
+    trust: bool,
+    verbose: bool,
+) -> int:
+    rep = inspect_report(path, model, python, timeout, trust)
     _emit(rep, fmt, as_json, redact, verbose)
     return rep.exit_code
 

@@ -70,10 +70,10 @@ def _fail_on(value: Any) -> str:
 def _size(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a size")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"{value!r} is negative")
-        return value
+    if isinstance(value, (int, float)):  # a bare number: bytes to some, GiB to others
+        raise ValueError(
+            f'{value!r} has no unit: write "{value}GiB", "{value}GB" or "{value}MiB" ("{value}B" for bytes)'
+        )
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a size (examples: 8GiB, 8G, 8192MiB)")
     return parse_size(value)
@@ -113,7 +113,7 @@ def _load_toml(path: str) -> dict[str, Any]:
     from cudadoctor.backends.files import InputError, read_text
 
     try:  # a regular file of bounded size: a FIFO or /dev/zero must not hang the doctor or fill its memory
-        text = read_text(path, CONFIG_LIMIT, "config file")
+        text = read_text(path, CONFIG_LIMIT, "config file", utf8=True)
     except InputError as exc:
         raise ConfigError(str(exc)) from None
     try:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import click
+from click.shell_completion import CompletionItem
 
 from cudadoctor.cli import echo, fail
 from cudadoctor.locale import _
 from cudadoctor.locale.localize import label
-from cudadoctor.render.layout import wrap
+from cudadoctor.render.layout import cut, display_width, pad, wrap
 
 
 def page(code: str, width: int = 80) -> str | None:
@@ -37,10 +38,36 @@ def _example_fixes(code: str) -> list:
     return example_fixes(code)
 
 
+def listing(width: int = 80) -> str:
+    """Every code, its severity and its one-line summary, one line each, cut to `width` columns."""
+    from cudadoctor.rules import CATALOGUE
+
+    entries = sorted(CATALOGUE.values(), key=lambda e: e.code)
+    severities = {e.severity: _(e.severity.value) for e in entries}
+    column = max(display_width(s) for s in severities.values())
+    return "\n".join(cut(f"{e.code}  {pad(severities[e.severity], column)}  {_(e.summary)}", width) for e in entries)
+
+
+def complete_code(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """`explain CD1<TAB>`: the codes that start so (any case), each with its summary for zsh and fish."""
+    from cudadoctor.rules import CATALOGUE
+
+    start = incomplete.strip().upper()
+    return [CompletionItem(c, help=_(e.summary)) for c, e in sorted(CATALOGUE.items()) if c.startswith(start)]
+
+
 @click.command()
-@click.argument("code")
-def explain(code: str) -> None:
-    """Print the page of a finding code (e.g. CD101), with its fixes."""
+@click.argument("code", required=False, shell_complete=complete_code)
+@click.option("--list", "show_list", is_flag=True, help="List every code with its severity and summary.")
+def explain(code: str | None, show_list: bool) -> None:
+    """Print the page of a finding code (e.g. CD101), with its fixes; --list lists every code."""
+    if show_list:
+        if code is not None:
+            fail(_("give a code or --list, not both"))
+        echo(listing())
+        return
+    if code is None:
+        fail(_("which code? cudadoctor explain CD101, or cudadoctor explain --list"))
     text = page(code)
     if text is None:
         message = _("unknown finding code {code}; docs/findings.md lists every code")

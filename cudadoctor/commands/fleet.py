@@ -1,7 +1,13 @@
 """`cudadoctor fleet`: a torchrun worker that checks every node of a job side by side.
 
-    torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT \\
-        -m cudadoctor fleet [--full | --quick] [--expect-gpus G] [--expect-nodes N]
+    cudadoctor fleet --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT \\
+        [--full | --quick] [--expect-gpus G] [--expect-nodes N]
+    torchrun --nnodes N --nproc-per-node G … -m cudadoctor fleet [--full | --quick] …   (the same, under torchrun)
+
+Given torchrun's options, fleet starts torchrun's launcher itself (run_launcher): in a child of this
+interpreter (backends/fleet_launch_child.py), whose workers are this same command without those options.
+The doctor then prints rank 0's report and exits with its code; torchrun's own ChildFailedError traceback,
+which follows a failed gate when torchrun is the launcher, never comes.
 
 This process stays torch-free: each node's local rank 0 runs the same probes as `check` (the torch probe
 in its own child), then every worker starts backends/fleet_child.py, which does the rendezvous, the
@@ -193,26 +199,169 @@ def check_environ(environ: Mapping[str, str]) -> None:
                 )
 
 
-def run_fleet(**o: Any) -> int:
-    from cudadoctor.backends import fleet as backend
+# torchrun's launcher options that `cudadoctor fleet` takes itself: (option, its parameter name)
+LAUNCH_OPTIONS = (
+    ("--nnodes", "nnodes"),
+    ("--nproc-per-node", "nproc_per_node"),
+    ("--rdzv-backend", "rdzv_backend"),
+    ("--rdzv-endpoint", "rdzv_endpoint"),
+    ("--rdzv-id", "rdzv_id"),
+    ("--rdzv-conf", "rdzv_conf"),
+    ("--standalone", "standalone"),
+    ("--node-rank", "node_rank"),
+    ("--master-addr", "master_addr"),
+    ("--master-port", "master_port"),
+)
+RDZV_JOIN = 600.0  # torchrun's c10d join_timeout when --rdzv-conf does not set one
 
-    check_environ(os.environ)
-    lau = backend.launch(os.environ)
-    fmt = "json" if o["as_json"] else o["fmt"]
+
+def _validate(o: dict[str, Any], rank0: bool) -> set[str]:
+    """The options every worker checks before it starts, and the launcher before it starts any."""
     if o["full"] and o["quick"]:
         fail(_("--full and --quick do not go together"))
-    if o["quick"]:
-        o["timeout"] = o["timeout"] or QUICK["timeout"]
-        o["join_timeout"] = o["join_timeout"] or QUICK["join"]
-    o["timeout"] = o["timeout"] or 60.0
-    o["join_timeout"] = o["join_timeout"] or 120.0
     skip = names_option("--skip", o["skip"], probes.names())
-    if lau.rank == 0:
+    if rank0:
         from cudadoctor.commands.check import _check_writable
 
         for option, path in (("--output", o["output"]), ("--junit", o["junit"])):
             if path is not None:
                 _check_writable(path, option)
+    return skip
+
+
+def worker_args(ctx: click.Context) -> list[str]:
+    """This command's own options as given (not the launcher's), for the workers' command line."""
+    launch = {name for _, name in LAUNCH_OPTIONS}
+    out: list[str] = []
+    for param in ctx.command.params:
+        name = param.name or ""
+        source = ctx.get_parameter_source(name)
+        if name in launch or not isinstance(param, click.Option) or source is None:
+            continue
+        if source.name in ("DEFAULT", "DEFAULT_MAP"):
+            continue
+        value = ctx.params.get(name)
+        flag = max(param.opts, key=len)  # the long form
+        if param.is_flag:
+            out += [flag] if value else []
+        elif value is not None:
+            out.append(f"{flag}={_option_text(value)}")
+    if ctx.find_root().get_parameter_source("lang") is click.core.ParameterSource.COMMANDLINE:
+        from cudadoctor.locale import current
+
+        out.append(f"--lang={current()}")  # the group's option: the report is in the language asked for
+    return out
+
+
+def _option_text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def launcher_argv(launch: dict[str, Any], workers: list[str], log_dir: str) -> list[str]:
+    """torchrun's arguments: the launcher options as given, no restarts (a gate runs once), then the
+    workers: this command again."""
+    argv: list[str] = []
+    for option, name in LAUNCH_OPTIONS:
+        value = launch.get(name)
+        if value is True:
+            argv.append(option)
+        elif value not in (None, False):
+            argv.append(f"{option}={value}")
+    return [*argv, "--max-restarts=0", f"--log-dir={log_dir}", "-m", "cudadoctor", "fleet", *workers]
+
+
+def _rdzv_join(conf: str | None) -> float:
+    for item in (conf or "").split(","):
+        key, _sep, value = item.partition("=")
+        if key.strip() == "join_timeout":
+            try:
+                return float(value)
+            except ValueError:
+                break
+    return RDZV_JOIN
+
+
+def launch_bound(o: dict[str, Any], launch: dict[str, Any], skip: set[str]) -> float:
+    """How long the launcher may run: torchrun's rendezvous, then the slowest worker (its node check
+    and its own child), with room for the interpreters to start."""
+    nodes = str(launch.get("nnodes") or "1").rpartition(":")[2]
+    check_timeout = QUICK["check"] if o["quick"] else o["check_timeout"]
+    check = _check_bound(skip, check_timeout)
+    opts = dict(o)
+    opts["timeout"] = o["timeout"] or (QUICK["timeout"] if o["quick"] else 60.0)
+    opts["join_timeout"] = o["join_timeout"] or (QUICK["join"] if o["quick"] else 120.0)
+    _cfg, child = child_config(opts, int(nodes) if nodes.isdigit() else 1, check)
+    return _rdzv_join(launch.get("rdzv_conf")) + check + child + 30 + 120
+
+
+def _terminal_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """Rank 0 writes into a pipe: tell its console the width and colours of the doctor's own."""
+    from cudadoctor.render import text
+
+    console = text.make_console()
+    if not console.is_terminal:
+        return {}
+    env = {"COLUMNS": str(console.width)}
+    if console.color_system and "NO_COLOR" not in environ:
+        env["FORCE_COLOR"] = "1"
+    return env
+
+
+def exit_code(failures: Mapping[int, int | None]) -> int:
+    """The gate's one exit code from the workers': rank 0's (with several nodes the other ranks exit with
+    it too); a worker ended by a signal, or one that said nothing, leaves the gate incomplete."""
+    if not failures:
+        return EXIT_OK
+    code = failures.get(0, failures[min(failures)])
+    return code if code is not None and 0 < code < 128 else EXIT_INCOMPLETE
+
+
+def run_launcher(launch: dict[str, Any], workers: list[str], **o: Any) -> int:
+    import shutil
+    import tempfile
+
+    from cudadoctor.backends import fleet as backend
+
+    # torchrun marks its workers so; RANK alone is no sign (Kubeflow's PyTorchJob sets it on every pod)
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        given = next(option for option, name in LAUNCH_OPTIONS if launch.get(name) not in (None, False))
+        fail(
+            _(
+                "{option} is torchrun's option, and this is already a torchrun worker: run either"
+                " `cudadoctor fleet {option} …` or `torchrun {option} … -m cudadoctor fleet`"
+            ).format(option=given)
+        )
+    skip = _validate(o, rank0=True)
+    _config_limits(o)
+    env = {**os.environ, **_terminal_environ(os.environ)}
+    log_dir = tempfile.mkdtemp(prefix="cudadoctor-fleet-")  # torchrun's per-worker error files
+    try:
+        run = backend.start_launcher(launcher_argv(launch, workers, log_dir), launch_bound(o, launch, skip), env)
+    finally:
+        shutil.rmtree(log_dir, ignore_errors=True)
+    if run.stderr.strip():
+        echo(run.stderr.rstrip("\n"), err=True)
+    if run.report:
+        echo(run.report, nl=False)
+    if run.error is not None:
+        echo(_("cudadoctor fleet: torchrun's launcher failed: {error}").format(error=run.error), err=True)
+        return EXIT_INCOMPLETE
+    return exit_code(run.failures)
+
+
+def run_fleet(**o: Any) -> int:
+    from cudadoctor.backends import fleet as backend
+
+    check_environ(os.environ)
+    backend.bind_to_launcher(os.environ)
+    lau = backend.launch(os.environ)
+    fmt = "json" if o["as_json"] else o["fmt"]
+    skip = _validate(o, rank0=lau.rank == 0)
+    if o["quick"]:
+        o["timeout"] = o["timeout"] or QUICK["timeout"]
+        o["join_timeout"] = o["join_timeout"] or QUICK["join"]
+    o["timeout"] = o["timeout"] or 60.0
+    o["join_timeout"] = o["join_timeout"] or 120.0
     check_timeout = QUICK["check"] if o["quick"] else o["check_timeout"]
     payload, check_bound = None, _check_bound(skip, check_timeout)
     if lau.local_rank == 0:
@@ -341,6 +490,24 @@ def _float_option(ctx: click.Context, param: click.Parameter, value: str | None)
     return v
 
 
+def _nnodes_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """torchrun's --nnodes: N, or MIN:MAX for an elastic job."""
+    if value is None:
+        return None
+    parts = value.split(":")
+    if len(parts) <= 2 and all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
+        if int(parts[0]) <= int(parts[-1]):
+            return value
+    raise click.BadParameter(_("{value} is not N or MIN:MAX (numbers of nodes)").format(value=repr(value)))
+
+
+def _nproc_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """torchrun's --nproc-per-node: a number, or auto, gpu, cpu."""
+    if value is None or value in ("auto", "gpu", "cpu") or (value.isascii() and value.isdigit() and int(value) > 0):
+        return value
+    raise click.BadParameter(_("{value} is not a number of ranks, auto, gpu or cpu").format(value=repr(value)))
+
+
 @click.command()
 @click.option("--full", is_flag=True, help="Also measure each GPU (phase 1) and NCCL all-reduce 1 MiB-1 GiB (phase 2).")
 @click.option("--quick", is_flag=True, help="Inventory and one 64 MiB all-reduce, within 60 s (a Slurm prolog).")
@@ -378,14 +545,33 @@ def _float_option(ctx: click.Context, param: click.Parameter, value: str | None)
 @click.option("--min-h2d-gbps", callback=_float_option, metavar="G", help="Expected pinned host-to-device GB/s.")
 @click.option("--min-busbw", callback=_float_option, metavar="G", help="Expected all-reduce bus bandwidth GB/s.")
 @click.option("-v", "--verbose", is_flag=True, help="Show rank 0's timeline (stderr) and the phase outcomes.")
+@click.option("--nnodes", callback=_nnodes_option, metavar="N|MIN:MAX", help="torchrun: how many nodes join.")
+@click.option(
+    "--nproc-per-node",
+    callback=_nproc_option,
+    metavar="G",
+    help="torchrun: ranks on this node, one per GPU (or auto, gpu, cpu).",
+)
+@click.option("--rdzv-backend", metavar="NAME", help="torchrun: the rendezvous (c10d, static).")
+@click.option("--rdzv-endpoint", metavar="HOST:PORT", help="torchrun: where the nodes meet.")
+@click.option("--rdzv-id", metavar="ID", help="torchrun: the job's rendezvous id.")
+@click.option("--rdzv-conf", metavar="K=V,…", help="torchrun: rendezvous settings (join_timeout=…).")
+@click.option("--standalone", is_flag=True, help="torchrun: one node, on a free local port.")
+@click.option("--node-rank", type=click.IntRange(min=0), metavar="R", help="torchrun: static rank.")
+@click.option("--master-addr", metavar="HOST", help="torchrun: node rank 0's address (static).")
+@click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT", help="torchrun: its port (static).")
 def fleet(**options: Any) -> None:
-    """Check the nodes of a torchrun job side by side: run it as the job's program.
+    """Check the nodes of a job side by side: torchrun's launcher, then the report.
 
     \b
-    torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d \\
-        --rdzv-endpoint HOST:PORT -m cudadoctor fleet [--full] [--expect-gpus G]
+    cudadoctor fleet --nnodes N --nproc-per-node G --rdzv-backend c10d \\
+        --rdzv-endpoint HOST:PORT [--full] [--expect-gpus G]
 
-    Rank 0 prints the report; its exit code is the status (torchrun exits 1 when rank 0 does).
-    Recipes for Slurm and Kubernetes: docs/fleet.md.
+    Run the same line on every node. Rank 0's node prints the report; the exit code is its status on
+    every node. `torchrun … -m cudadoctor fleet` works too (torchrun then adds its own traceback when
+    the gate fails). Recipes for Slurm and Kubernetes: docs/fleet.md.
     """
+    launch = {name: options.pop(name) for _option, name in LAUNCH_OPTIONS}
+    if any(value not in (None, False) for value in launch.values()):
+        run_command(run_launcher, launch, worker_args(click.get_current_context()), **options)
     run_command(run_fleet, **options)

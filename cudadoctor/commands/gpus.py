@@ -23,7 +23,7 @@ from cudadoctor.cli import Seconds, echo, fail, flush_output, run_command, size_
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
-from cudadoctor.facts.nvml import DriverFacts, NvmlDevice
+from cudadoctor.facts.nvml import SICK_ERRORS, DriverFacts, NvmlDevice
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.knowledge.visibility import Visibility, parse
 from cudadoctor.locale import _
@@ -79,12 +79,23 @@ def _now() -> str:
     type=Seconds(min=0.5),
     default=NVML_TIMEOUT,
     metavar="SECONDS",
-    help="Bound on the NVML query.",
+    help="Bound on the NVML query; a GPU whose calls take half of it counts as hung and is skipped.",
 )
 def gpus(**o: Any) -> None:
     """The GPUs, their free memory and who holds it; --pick N prints a ready CUDA_VISIBLE_DEVICES.
 
     NVML only: torch is never imported.
+
+    \b
+    CUDA: the cuda:N number; hidden (CUDA_VISIBLE_DEVICES hides it); lost
+      (fallen off the bus, GPU_IS_LOST: exit 1); crashed or hung (NVML failed
+      in the call named for that GPU; the other GPUs are still read: exit 3);
+      ? (unknown while such a GPU may or may not count).
+    HEALTH: ok, or L lost, E uncorrectable ECC errors, F row remap failed,
+      R reset needed, T thermal slowdown, P power brake, S hardware slowdown,
+      X exclusive or prohibited compute mode; ? not reported.
+    At 80 columns a column that shows a problem (TEMP from 85C, a HEALTH
+    letter, a narrowed PCIe link) is never the one left out.
     """
     if o["pick"] is None and (
         o["min_free"] is not None or o["max_util"] is not None or o["min_cc"] or o["by"] != "uuid" or o["shell"] != "sh"
@@ -165,6 +176,15 @@ def _problem(driver: DriverFacts) -> tuple[str, int] | None:
         if unread > 0:
             line = _("NVML {failure}; {unread} GPU(s) not shown").format(failure=driver.query_failure, unread=unread)
             return f"cudadoctor: {line}", EXIT_INCOMPLETE
+        if any(d.error in SICK_ERRORS for d in driver.devices):  # named in its row; the others are read
+            line = _("NVML {failure}; the other GPUs are shown").format(failure=driver.query_failure)
+            return f"cudadoctor: {line}", EXIT_INCOMPLETE
+    lost = [d for d in driver.devices if d.error and d.error not in SICK_ERRORS]
+    if lost:  # a GPU fallen off the bus is a problem, as `check` says (CD105)
+        which = _(", ").join(f"GPU {d.index} ({d.error})" for d in lost)
+        line = _("{gpus} cannot be used: run `cudadoctor check` for the fix").format(gpus=which)
+        return f"cudadoctor: {line}", EXIT_PROBLEMS
+    if driver.query_failure:
         return "cudadoctor: " + _("note: NVML {failure}").format(failure=driver.query_failure), EXIT_OK
     return None
 
@@ -176,18 +196,13 @@ def _health_flags(d: NvmlDevice) -> str:
 
 
 def _scrub(redact: bool) -> Any:
+    """The one redaction `check --redact` makes too (render/redact.py), for this host and user."""
     if not redact:
-        return lambda s: s
-    import getpass
+        return lambda key, text: text
+    from cudadoctor.backends.procinfo import identity
+    from cudadoctor.render.redact import field_scrub
 
-    from cudadoctor.render.redact import make_scrub
-
-    try:
-        user: str | None = getpass.getuser()
-    except Exception:  # no passwd entry in some containers
-        user = None
-    scrub = make_scrub(None, user)
-    return lambda s: scrub(s, False)
+    return field_scrub(*identity())
 
 
 def _table(driver: DriverFacts, devices: list[NvmlDevice], wide: bool, redact: bool) -> str:
@@ -212,10 +227,12 @@ def _envelope(driver: DriverFacts, devices: list[NvmlDevice] | None, redact: boo
 
     vis = _visibility(driver)
     ordinal = {s.device.index: s.ordinal for s in vis.selected if s.mig_uuid is None}
+    # CUDA may or may not count a GPU whose NVML query crashed or hung: the ordinals are then unknown
+    sick = any(d.error in SICK_ERRORS for d in driver.devices)
     gpus = []
     for d in devices or []:
         item = to_jsonable(d)
-        item["cuda_ordinal"] = ordinal.get(d.index)  # None: hidden from CUDA programs here
+        item["cuda_ordinal"] = None if sick else ordinal.get(d.index)  # None: hidden, lost or unknown
         item["health"] = _health_flags(d)
         for p in item["processes"]:
             p["command"] = mask_secrets(p["command"]) if p["command"] else None
@@ -231,23 +248,17 @@ def _envelope(driver: DriverFacts, devices: list[NvmlDevice] | None, redact: boo
         "cuda_visible_devices": vis.raw,
         "cuda_device_order": vis.order,
         "gpus": gpus,
+        # system queries NVML answered with an error (each GPU's are in its "unsupported")
+        "query_errors": driver.query_errors,
         "query_failure": driver.query_failure,
         "error": error,
     }
     if redact:
+        from cudadoctor.backends.procinfo import identity
         from cudadoctor.render.redact import redact as redact_data
 
-        data = redact_data(data, None, _user())
+        data = redact_data(data, *identity())
     return data
-
-
-def _user() -> str | None:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:
-        return None
 
 
 def run_gpus(

@@ -47,7 +47,9 @@ JSON_SCHEMA = 1
     "--pid", type=click.IntRange(min=1), metavar="PID", help="Watch a running process (and its children) instead."
 )
 @click.option("--json", "json_path", metavar="FILE", help="Write the timeline and the verdicts as JSON (- for stdout).")
-@click.option("--plot", "plot_path", metavar="FILE", help="Draw the timeline to an image (needs cudadoctor[plot]).")
+@click.option(
+    "--plot", "plot_path", metavar="FILE", help="Draw the timeline to an image (PNG, SVG, PDF; needs matplotlib)."
+)
 @click.option("--status/--no-status", "show_status", default=True, help="The live status line (terminals only).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def watch(
@@ -85,8 +87,30 @@ def _plot_module() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        fail(_("--plot needs matplotlib: pip install 'cudadoctor[plot]'"))
+        line = _("--plot needs matplotlib in the Python that runs cudadoctor: {command}")
+        fail(line.format(command=install_matplotlib()))
     return plt
+
+
+def install_matplotlib() -> str:
+    """The install of matplotlib into the doctor's own interpreter. Not the `cudadoctor[plot]` extra:
+    that resolves only where cudadoctor itself is on the index. A venv without pip is uv's; a system
+    Python that refuses pip (PEP 668) got cudadoctor past that refusal, and matplotlib goes the same way."""
+    import importlib.util
+    import site
+    import sysconfig
+
+    from cudadoctor.rules.shell import word
+
+    if importlib.util.find_spec("pip") is None:
+        return f"uv pip install --python {word(sys.executable)} matplotlib"
+    flags = ""
+    if sys.prefix == sys.base_prefix and os.path.exists(
+        os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+    ):
+        user = site.ENABLE_USER_SITE and __file__.startswith(site.getusersitepackages())
+        flags = (" --user" if user else "") + " --break-system-packages"
+    return f"{word(sys.executable, lead=True)} -m pip install{flags} matplotlib"
 
 
 class StatusLine:

@@ -75,6 +75,9 @@ class EnvironmentManager:
     conda_torch_packages: list[str] | None = None  # installed: pytorch, torchvision, …, pytorch-mutex, cpuonly
     cpuonly: list[str] | None = None  # conda packages that pin a CPU build: "cpuonly 2.0", "pytorch-mutex 1.0 cpu"
     pytorch_channel: list[str] | None = None  # evidence of the deprecated `-c pytorch` channel
+    # PEP 668: the interpreter's stdlib holds EXTERNALLY-MANAGED and it is no venv, so pip refuses to
+    # install into it (`externally-managed-environment`, Debian 12, Ubuntu 23.04+, Fedora 38+ …)
+    externally_managed: bool | None = None
     evidence: list[str] = field(default_factory=list)
 
 

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# NvmlDevice.error values: the GPU is gone from the driver (fallen off the bus, needs a reset)
+LOST_ERRORS = frozenset({"GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND"})
+# NvmlDevice.error values: NVML crashed or hung inside a call for this GPU (NvmlDevice.failure says where)
+SICK_ERRORS = frozenset({"CRASHED", "HUNG"})
+
 
 @dataclass
 class GpuProcess:
@@ -43,8 +48,10 @@ class NvmlDevice:
     mig_enabled: bool | None = None
     mig_instances: list[MigInstance] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
-    # NVML error name when the device could not be queried at all (GPU_IS_LOST, …)
+    # NVML error name when the device could not be queried at all (GPU_IS_LOST, …), or CRASHED / HUNG
+    # when NVML crashed or hung inside a call for this GPU (the other GPUs are still read)
     error: str | None = None
+    failure: str | None = None  # CRASHED / HUNG: how and in which call, "crashed (SIGSEGV) in nvmlDeviceGetName"
     # queries this device's driver does not answer: {"temperature": "NOT_SUPPORTED"}
     unsupported: dict[str, str] = field(default_factory=dict)
     # health (rules/health.py), each None when unknown (NOT_SUPPORTED, NO_PERMISSION, an old driver)
@@ -85,6 +92,8 @@ class DriverFacts:
 
     def incomplete(self) -> str | None:
         """A query that hung before it read every GPU did not finish in time (a crash is a finding)."""
-        if self.query_failure and self.query_failure.startswith("hung") and "after every GPU" not in self.query_failure:
+        # several parts when more than one GPU's query failed: "crashed … on GPU 1; hung … on GPU 2"
+        parts = (self.query_failure or "").split("; ")
+        if any(p.startswith("hung") and "after every GPU" not in p for p in parts):
             return f"NVML {self.query_failure}: did not finish in time"
         return None

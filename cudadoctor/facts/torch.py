@@ -50,6 +50,8 @@ class TorchFacts:
     loaded_libraries: dict[str, list[str]] | None = None
     # raw facts for the library stack (backends/libraries.py classifies them into `libraries`)
     prefix: str | None = None  # sys.prefix
+    stdlib: str | None = None  # sysconfig.get_path("stdlib"): where a PEP 668 EXTERNALLY-MANAGED marker lives
+    ensurepip: bool | None = None  # `-m venv` can put pip in a new venv (Debian splits it into python3-venv)
     site_dirs: list[str] | None = None  # sys.path directories, in order
     user_site: str | None = None  # the user site-packages when enabled
     ld_library_path: str | None = None

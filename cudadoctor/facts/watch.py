@@ -53,6 +53,9 @@ class ProcSample:
     name: str | None = None
     cpu: float | None = None  # percent of one core since the previous sample (None on a process's first sample)
     rss: int | None = None
+    # maps libcuda.so, the CUDA driver library every GPU program loads (/proc/PID/maps); None: unknown
+    # (unreadable, another user's process, not Linux). False for every process: the tree used no GPU.
+    libcuda: bool | None = None
 
 
 @dataclass

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cudadoctor.locale import N_
+
 CLOCKS_SW_POWER_CAP = 0x4
 CLOCKS_HW_SLOWDOWN = 0x8
 CLOCKS_SW_THERMAL = 0x20
@@ -28,6 +30,24 @@ COMPUTE_DEFAULT = "default"
 COMPUTE_EXCLUSIVE_THREAD = "exclusive_thread"
 COMPUTE_PROHIBITED = "prohibited"
 COMPUTE_EXCLUSIVE_PROCESS = "exclusive_process"
+
+
+# What each letter of the HEALTH column means: `cudadoctor gpus` prints the ones it shows under the table
+FLAG_MEANINGS = {
+    "L": N_("lost or cannot be queried"),
+    "E": N_("uncorrectable ECC errors since boot"),
+    "F": N_("a row remap failed (needs service)"),
+    "R": N_("reset needed (row remap or page retirement pending)"),
+    "T": N_("thermal slowdown"),
+    "P": N_("power brake"),
+    "S": N_("hardware slowdown"),
+    "X": N_("exclusive or prohibited compute mode"),
+    "?": N_("health unknown (not reported)"),
+}
+
+# At or above this a GPU is at or near its slowdown temperature (nvidia-smi -q -d TEMPERATURE shows each
+# GPU's own threshold; data-centre GPUs slow down from about 85-90 C): the table never hides it.
+HOT_C = 85
 
 
 def health_flags(dev: Any) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 _UNITS = {
-    "": 1,
     "b": 1,
     "k": 1024,
     "kb": 1000,
@@ -25,9 +24,13 @@ _UNITS = {
 def parse_size(text: str) -> int:
     """Bytes from "8GiB", "8G" (binary, as nvidia-smi's MiB), "8GB" (decimal), "8192MiB", "0.5TB".
 
-    Raises ValueError with a message fit for a usage error.
+    A bare number is refused: "8" is 8 bytes to some and 8 GiB to others, and a gate that took it for
+    bytes would pass every GPU. Raises ValueError with a message fit for a usage error.
     """
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
+    if m and not m.group(2):
+        n = m.group(1)
+        raise ValueError(f"{text.strip()!r} has no unit: write {n}GiB, {n}GB or {n}MiB ({n}B for bytes)")
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"{text!r} is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)")
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudadoctor.facts.nvml import NvmlDevice
+from cudadoctor.facts.nvml import SICK_ERRORS, NvmlDevice
 from cudadoctor.knowledge.architectures import parse_cc
 
 
@@ -110,9 +110,10 @@ def _mig_uuid_unknown(devices: list[NvmlDevice]) -> bool:
 
 
 def from_env(env: dict[str, str] | None, devices: list[NvmlDevice]) -> Visibility | None:
-    """What CUDA programs started with this environment see; None when the environment is unknown or
-    CUDA_VISIBLE_DEVICES names something the facts cannot judge (a MIG instance whose UUID is unknown)."""
-    if env is None:
+    """What CUDA programs started with this environment see; None when the environment is unknown,
+    CUDA_VISIBLE_DEVICES names something the facts cannot judge (a MIG instance whose UUID is unknown), or
+    a GPU's NVML query crashed or hung (CUDA may or may not count that GPU: every number after it is unknown)."""
+    if env is None or any(d.error in SICK_ERRORS for d in devices):
         return None
     vis = parse(env.get("CUDA_VISIBLE_DEVICES"), devices, env.get("CUDA_DEVICE_ORDER"))
     return None if vis.undetermined is not None else vis

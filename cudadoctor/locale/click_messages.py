@@ -28,6 +28,21 @@ MESSAGES = (
     N_("{value!r} is not a valid {number_type}."),
     N_("default: {default}"),
     N_("Aborted!"),
+    N_("Positional arguments"),
+    N_("Choose from:\n\t{choices}"),
+    N_("Missing parameter: {param_name}"),
+    N_("Argument {name!r} takes {nargs} values."),
+    N_("Takes {nargs} values but 1 was given."),
+    N_("Value must be an iterable."),
+    N_("{value!r} is not a valid boolean. Recognized values: {states}"),
+    N_("env var: {var}"),
+    N_("(dynamic)"),
+    # the types' names, in "'x' is not a valid {number_type}." (cli._ClickMessage translates them)
+    N_("integer"),
+    N_("integer range"),
+    N_("float"),
+    N_("float range"),
+    N_("number of seconds"),
 )
 
 

@@ -15,6 +15,8 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
+from cudadoctor.report import COLUMN_MARKS
+
 Extracted = Iterator[tuple[int, str | None, str, list[str]]]
 
 SEVERITIES = ("error", "warning", "info", "ok")
@@ -72,7 +74,7 @@ def extract_rules(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
         elif name == "Table" and node.args and isinstance(node.args[0], ast.List):
             for column in node.args[0].elts:
                 if text := _literal(column):
-                    yield node.lineno, None, text.rstrip("<>"), ["table column"]
+                    yield node.lineno, None, text.rstrip(COLUMN_MARKS), ["table column"]
         elif name == "finding":
             for kw in node.keywords:
                 if kw.arg in ("title", "why") and (text := _literal(kw.value)):
@@ -90,6 +92,8 @@ def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
     tree = ast.parse(source.decode("utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
+            if getattr(node.func, "id", "") == "fail" and node.args and (text := _literal(node.args[0])):
+                yield node.lineno, None, text, ["usage error"]  # cli.fail translates it
             for kw in node.keywords:
                 if kw.arg in ("help", "short_help") and (text := _literal(kw.value)):
                     yield node.lineno, None, text, ["help text"]

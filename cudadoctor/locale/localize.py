@@ -13,7 +13,7 @@ import dataclasses
 import re
 
 from cudadoctor.locale import ENGLISH, _, current
-from cudadoctor.report import Finding, Fix, Table
+from cudadoctor.report import COLUMN_MARKS, Finding, Fix, Table
 
 SEPARATOR = "："  # between a translated summary and an English detail
 
@@ -101,8 +101,8 @@ def why(code: str, text: str) -> str:
 
 
 def column(name: str) -> str:
-    mark = name[-1] if name.endswith(("<", ">")) else ""  # a layout mark (render/layout.py) stays
-    return _(name[: len(name) - len(mark)]) + mark
+    bare = name.rstrip(COLUMN_MARKS)  # the layout marks (render/layout.py) stay
+    return _(bare) + name[len(bare) :]
 
 
 def finding(f: Finding) -> Finding:
@@ -110,7 +110,7 @@ def finding(f: Finding) -> Finding:
         f,
         title=title(f.code, f.title),
         why=why(f.code, f.why),
-        fix=[Fix(when=label(x.when), commands=list(x.commands)) for x in f.fix],
+        fix=[Fix(when=label(x.when), commands=list(x.commands), lang=x.lang) for x in f.fix],
         tables=[Table([column(c) for c in t.columns], t.rows) for t in f.tables],
     )
 

@@ -178,6 +178,7 @@ TEMPLATES: tuple[str, ...] = (
     N_("{which} has compute capability {ccs}; {need} required"),
     N_("{which} have compute capability {ccs}; {need} required"),
     N_("{n} of {gpus} qualify; {need} required"),
+    N_("Every requirement is met: {n} of {gpus} qualify ({which}); {need} required"),
     N_("cuDNN is required: {reason}"),
     N_("Host-to-device bandwidth of {gbps} GB/s required: {why}"),
     N_("Expected a torch built for CUDA {cuda}: {what}"),
@@ -228,6 +229,15 @@ TEMPLATES: tuple[str, ...] = (
     N_("Saved on {saved}, but only {gpus} visible here (cuda:0–cuda:{last})"),
     N_("Saved on {saved}, but no GPU is visible here"),
     N_("A training checkpoint: the model's weights are in [{key}], beside {kinds}"),
+    # will it fit (CD660-CD663)
+    N_("{count} parameters (counted from its tensors): memory by precision and use"),
+    N_("{count} parameters (from its config): memory by precision and use"),
+    N_("{count} parameters (at least): memory by precision and use"),
+    N_("Inference in {dtype} ({size}) fits on GPU {gpus}"),
+    N_("Training with Adam ({size}) fits on GPU {gpus}"),
+    N_("Inference in {dtype} needs at least {size}: no GPU has that much free (most: {best} on GPU {gpu})"),
+    N_("Training with Adam needs at least {size}: no GPU has that much free (most: {best} on GPU {gpu})"),
+    N_("The parameter count of {path} is unknown: {error}"),
     N_("torch.load(weights_only=True) will refuse this checkpoint: {globals} not allow-listed"),
     N_(
         "torch.load(weights_only=True) will refuse this checkpoint: {globals} not allow-listed (torch {version} "
@@ -321,6 +331,8 @@ TEMPLATES: tuple[str, ...] = (
     N_("Inside-node all-reduce at {size} on {nodes}: {gbps} GB/s, below {need}"),
     N_("Too few samples to judge the run ({n} in {took})"),
     N_("The command never used a GPU while its CPU was busy ({mean} % of a core on average, {gpus} present)"),
+    N_("No process of the command loaded libcuda (/proc/PID/maps)"),
+    N_("Here CUDA_VISIBLE_DEVICES={cvd} hides every GPU from the command although NVML sees {n}"),
     N_("The CPU cannot feed {gpu}: its utilisation {pattern} while {who}"),
     N_(
         "Copies dominate on {gpu}: PCIe busy in {busy} % of samples (up to {gbps} GB/s of {link}) while utilisation "
@@ -344,6 +356,7 @@ TEMPLATES: tuple[str, ...] = (
 
 # Fix labels built from facts (rules/install_advice.py): "LABEL (NOTE)", the note's parts joined by "; ".
 LABELS: tuple[str, ...] = (
+    N_("Load it in {precision} ({size}: fits on GPU {gpu}; bitsandbytes for 8 and 4 bits)"),
     N_("Install a CUDA build"),
     N_("Install a build compiled for this GPU"),
     N_("Install the CUDA build for this driver"),
@@ -362,6 +375,24 @@ LABELS: tuple[str, ...] = (
     N_("torch {version} {variant}: fits this driver and every GPU"),
     N_("torch {version} {variant}: no build of torch {release} fits this driver and these GPUs as well"),
     N_("runs through PTX JIT only"),
+    # no install command while what it is computed from is unknown (rules/install_advice.unknown_inputs)
+    N_("{label}: which build fits is not known ({unknown}); run every check to see it"),
+    N_(
+        "Install the build that fits this machine: whether it has an NVIDIA GPU is not known; run every check to see it"
+    ),
+    N_("Remove the CPU pins, then install a CUDA build: which one fits is not known here; run every check to see it"),
+    N_("Install the build that fits this machine"),
+    N_("the OS and CPU architecture"),
+    N_("the NVIDIA driver's version"),
+    N_("each GPU's compute capability"),
+    N_("the target Python environment"),
+    N_("the installed torch version"),
+    N_("which installer manages the environment"),
+    N_("whether the venv belongs to a uv project"),
+    N_("whether pip may install into this Python"),
+    # PEP 668: the install goes into a new venv
+    N_("{python} is externally managed (PEP 668): pip installs into a new venv, {venv}"),
+    N_("{python} is externally managed (PEP 668): pip installs into a new venv"),
     # parts of titles (rules/toolkit.py)
     N_("nvcc {version} at {path}"),
     N_("CUDA {version} at {path}"),
@@ -488,6 +519,44 @@ LABELS: tuple[str, ...] = (
     N_("No torch {release} build has kernels for it; torch {newer} and newer do"),
     N_("torch {release} builds with kernels for it: {names}"),
     N_("Xid {xid}: {action}"),
+    # the gate's fixes where no selection of this machine's GPUs can meet it (rules/requirements.py)
+    N_("Free memory on {which}: stop the processes that hold it, or wait for them to finish"),
+    N_("Run the job on a node with {gpus}: this one has {n}"),
+    N_("Run the job on a node with {gpus} that have {size} free: this one has {n}"),
+    N_("Run the job on a node with {gpus} that have compute capability {cc} or higher: this one has {n}"),
+    N_(
+        "Run the job on a node with {gpus} that have {size} free and compute capability {cc} or higher: "
+        "this one has {n}"
+    ),
+    # a probe that ran out of time (rules/doctor.py): what it was doing, and the likely reason
+    N_("It was importing torch and initialising CUDA in a child process"),
+    N_("It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise)"),
+    N_("It was querying the driver and every GPU through NVML"),
+    N_("It was loading libcuda and calling cuInit in a child process"),
+    N_("It was reading the OS, /dev/shm and the environment"),
+    N_("It was reading the PCI bus"),
+    N_("It was looking for the CUDA toolkit (nvcc --version)"),
+    N_("It was reading the kernel module, the device nodes and the kernel log (modinfo, dmesg)"),
+    N_("It was timing copies between host and GPU"),
+    N_("It was running the training smoke test"),
+    N_("It was compiling a tiny function with torch.compile"),
+    N_(
+        "The bound, {bound} s, is less than the {default} s this check gets by default: "
+        "it was most likely still working, not stuck"
+    ),
+    N_("NVML did not answer: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)"),
+    N_("cuInit did not return: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)"),
+    N_(
+        "Importing torch or initialising CUDA hangs: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)"
+    ),
+    N_("Importing torch hangs or is very slow (a slow or network file system, many packages)"),
+    N_("A program it ran or a file it read did not answer in time"),
+    N_(
+        "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted the bound "
+        "(a --timeout shorter than the check's own, a slow or network file system)"
+    ),
+    N_("Give it its own bound, {seconds} s"),
+    N_("One time bound for every probe instead of its own: {bounds}."),
     N_("No PyTorch release in cudadoctor's tables supports it"),
     N_("{library} carries: {archs}"),
     N_(
@@ -516,7 +585,9 @@ _CLASSES = {
     **{name: "[^;]+?" for name in _ONE_PART},
 }
 # values shown as the rule wrote them: error messages, commands, paths and names are never translated
-VERBATIM = frozenset({"error", "commands", "message", "path", "directory", "library", "dll", "symbol", "prefix", "url"})
+VERBATIM = frozenset(
+    {"error", "commands", "message", "path", "directory", "library", "dll", "symbol", "prefix", "url", "python", "venv"}
+)
 # a label, never a whole title: "{label} ({note})" would match any title ending in brackets
 _GENERIC = frozenset(LABELS[-4:])
 

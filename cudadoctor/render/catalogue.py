@@ -40,7 +40,7 @@ def render(
             lines += [f"### {e.code}", "", f"**{e.name}** — {tr(e.severity.value)}{stop}{tr(e.summary)}", ""]
             lines += [tr(e.explanation), ""]
             for f in e.fixes:
-                lines += [tr("Fix — {when}:").format(when=tr(f.when)), "", "```", *f.commands, "```", ""]
+                lines += [tr("Fix — {when}:").format(when=tr(f.when)), "", f"```{f.lang}", *f.commands, "```", ""]
     return "\n".join(lines)
 
 

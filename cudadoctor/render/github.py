@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cudadoctor.report import Report, Severity
+from cudadoctor.render import fix_heading
+from cudadoctor.report import Finding, Report, Severity
 
 
 def _data(text: str) -> str:
@@ -18,7 +19,16 @@ def annotations(report: Report) -> list[str]:
     for f in report.findings:
         if f.severity not in (Severity.ERROR, Severity.WARNING):
             continue
-        fixes = " | ".join("; ".join(r.commands) for r in f.fix if r.commands)
-        body = f"{f.title}" + (f"\nFix: {fixes}" if fixes else "")
+        body = "\n".join([f.title, *_fix_lines(f)])
         lines.append(f"::{f.severity.value} title={_prop(f'cudadoctor {f.code}')}::{_data(body)}")
     return lines
+
+
+def _fix_lines(f: Finding) -> list[str]:
+    """Each way to fix it under its own label, one command a line, as the text report shows them: joined on
+    one line, alternatives read as a pipe (`reset | reboot`) and steps as one command."""
+    out = []
+    for rem in f.fix:
+        if rem.commands:
+            out += [fix_heading(rem.when, rem.lang), *(f"    {c}" for c in rem.commands)]
+    return out

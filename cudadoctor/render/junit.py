@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from cudadoctor.report import Finding, Report, Severity
+from cudadoctor.render import LANGUAGE_NAMES
+from cudadoctor.report import Finding, Fix, Report, Severity
 
 
 def render(report: Report) -> str:
@@ -32,7 +33,7 @@ def render(report: Report) -> str:
         if f.severity.rank >= fail_on.rank and f.severity.rank >= Severity.WARNING.rank:
             failures += 1
             el = ET.SubElement(case, "failure", message=f.title, type=f.severity.value)
-            fixes = "\n".join(f"{r.when}:\n" + "\n".join(f"  {c}" for c in r.commands) for r in f.fix)
+            fixes = "\n".join(_heading(r) + "\n" + "\n".join(f"  {c}" for c in r.commands) for r in f.fix)
             el.text = f"{f.why}\n\n{fixes}".strip()
         elif f.severity is Severity.WARNING:
             skipped += 1
@@ -67,3 +68,9 @@ def render_cases(report: Report, suite_name: str, cases: list[tuple[str, list[Fi
     suite.set("skipped", "0")
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def _heading(r: Fix) -> str:
+    """The fix's label, and what its lines are when they are not shell lines (English, as the rest)."""
+    name = LANGUAGE_NAMES.get(r.lang)
+    return f"{r.when} ({name}):" if name else f"{r.when}:"

@@ -1,11 +1,11 @@
 """Laying text out in columns of the terminal: display widths (a CJK character takes two columns),
-wrapping with a hanging indent, and tables that fit a width by shortening their widest column."""
+wrapping with a hanging indent, and tables that fit a width by cutting what matters least."""
 
 from __future__ import annotations
 
 import unicodedata
 
-from cudadoctor.report import Table
+from cudadoctor.report import COLUMN_MARKS, Table
 
 
 def char_width(ch: str) -> int:
@@ -18,32 +18,32 @@ def display_width(text: str) -> int:
     return sum(char_width(c) for c in text)
 
 
-def cut(text: str, width: int) -> str:
-    """At most `width` columns, with an ellipsis when shortened."""
+def cut(text: str, width: int, ellipsis: str = "…") -> str:
+    """At most `width` columns, with an ellipsis when shortened ("..." where the output lacks "…")."""
     if display_width(text) <= width:
         return text
     out, used = [], 0
     for ch in text:
         w = char_width(ch)
-        if used + w > width - 1:
+        if used + w > width - len(ellipsis):
             break
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    return "".join(out) + ellipsis
 
 
-def cut_left(text: str, width: int) -> str:
+def cut_left(text: str, width: int, ellipsis: str = "…") -> str:
     """At most `width` columns, keeping the end (of a path) behind an ellipsis."""
     if display_width(text) <= width:
         return text
     out, used = [], 0
     for ch in reversed(text):
         w = char_width(ch)
-        if used + w > width - 1:
+        if used + w > width - len(ellipsis):
             break
         out.append(ch)
         used += w
-    return "…" + "".join(reversed(out))
+    return ellipsis + "".join(reversed(out))
 
 
 def pad(text: str, width: int, right: bool = False) -> str:
@@ -129,37 +129,65 @@ def _words(text: str) -> list[str]:
     return out
 
 
+# layout marks at the end of a column's header (none is shown): ">" right-aligned; "<" cut from the left,
+# keeping the end (paths); "!" identifies the row: cut only once no other column can give way; "?" may be
+# left out when the table does not fit (fit_table says what it held)
+FLOOR = 6  # no column is cut narrower than this
+
+
 def column_name(column: str) -> str:
-    """A table column's header without its layout mark (">" right-aligned, "<" cut from the left)."""
-    return column.rstrip("<>")
+    """A table column's header without its layout marks."""
+    return column.rstrip(COLUMN_MARKS)
+
+
+def _marks(column: str) -> str:
+    return column[len(column_name(column)) :]
 
 
 def table_lines(table: Table, width: int) -> list[str]:
-    """Header and rows in aligned columns within `width`, shortening the widest column first.
-    Columns whose header ends with ">" are right-aligned; those ending with "<" (paths) are shortened
-    from the left, keeping their end (neither mark is shown)."""
-    right = [c.endswith(">") for c in table.columns]
-    left_cut = [c.endswith("<") for c in table.columns]
+    """Header and rows in aligned columns within `width` (see fit_table)."""
+    return fit_table(table, width)[0]
+
+
+def fit_table(table: Table, width: int, ellipsis: str = "…") -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Header and rows in aligned columns within `width`, and the columns left out: (header, the value
+    every row holds, or None where the rows differ). What matters least goes first: columns marked "?"
+    (those whose rows all hold one value first, then the last first), then the widest unmarked column is
+    shortened, and only then the identifying ones ("!")."""
+    marks = [_marks(c) for c in table.columns]
     header = [column_name(c) for c in table.columns]
-    rows = [[str(x) for x in r] for r in table.rows]
-    widths = [
-        max([display_width(header[i])] + [display_width(r[i]) for r in rows if i < len(r)]) for i in range(len(header))
-    ]
+    rows = [[str(r[i]) if i < len(r) else "" for i in range(len(header))] for r in table.rows]
+    natural = [max([display_width(header[i])] + [display_width(r[i]) for r in rows]) for i in range(len(header))]
     gap = 2
-    while sum(widths) + gap * (len(widths) - 1) > width and max(widths) > 6:
-        widest = widths.index(max(widths))
+    shown = list(range(len(header)))
+
+    def total(cols: list[int], ws: list[int]) -> int:
+        return sum(ws[i] for i in cols) + gap * (len(cols) - 1)
+
+    def uniform(i: int) -> str | None:
+        values = {r[i] for r in rows}
+        return values.pop() if len(values) == 1 else None
+
+    optional = sorted((i for i in shown if "?" in marks[i]), key=lambda i: (uniform(i) is None, -i))
+    left_out: list[tuple[str, str | None]] = []
+    for i in optional:
+        if total(shown, natural) <= width or len(shown) == 1:
+            break
+        shown.remove(i)
+        left_out.append((header[i], uniform(i)))
+    widths = list(natural)
+    while total(shown, widths) > width:
+        wide = [i for i in shown if widths[i] > FLOOR]
+        if not wide:
+            break
+        others = [i for i in wide if "!" not in marks[i]]
+        widest = max(others or wide, key=lambda i: widths[i])
         widths[widest] -= 1
     out = []
     for cells in [header, *rows]:
-        parts = [
-            pad(
-                (cut_left if left_cut[i] and cells is not header else cut)(
-                    cells[i] if i < len(cells) else "", widths[i]
-                ),
-                widths[i],
-                right[i],
-            )
-            for i in range(len(widths))
-        ]
+        parts = []
+        for i in shown:
+            shorten = cut_left if "<" in marks[i] and cells is not header else cut
+            parts.append(pad(shorten(cells[i], widths[i], ellipsis), widths[i], ">" in marks[i]))
         out.append((" " * gap).join(parts).rstrip())
-    return out
+    return out, sorted(left_out, key=lambda c: header.index(c[0]))

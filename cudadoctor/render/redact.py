@@ -1,6 +1,11 @@
 """Redaction for reports that leave the machine (--redact): host names (full and short), user names and
 GPU/MIG UUIDs (prefixed, shortened or bare). Fix commands are rewritten only where a user name is a path
-segment (/home/alice/…): a bare word in a command may be a package name (a user called `torch`)."""
+segment (/home/alice/…): a bare word in a command may be a package name (a user called `torch`).
+
+One mechanism for every command: field_scrub(hostname, user) says what any field becomes, and both
+`check --redact` (redact() of the report's data) and `gpus --redact` (its table and its JSON) use it. A
+field that holds a user or host name is replaced whole, whoever it names (root, another user's GPU
+process): a name is identifying wherever it appears."""
 
 from __future__ import annotations
 
@@ -38,26 +43,38 @@ def make_scrub(hostname: str | None, user: str | None) -> Callable[[str, bool], 
     return scrub
 
 
-def redact(data: Any, hostname: str | None, user: str | None) -> Any:
-    """A copy of JSON-ready data with identifying strings replaced; structure and numbers kept."""
+# fields whose whole value is a name: facts.system.user and .hostname, a GPU process's owner
+WHOLE = {"user": "<user>", "hostname": "<host>"}
+
+
+def field_scrub(hostname: str | None, user: str | None) -> Callable[[str, str], str]:
+    """scrub(field, text): what a field's text becomes under --redact. "commands" (fix commands) are
+    rewritten only where the user name is a path segment; a name field (WHOLE) is replaced whole."""
     scrub = make_scrub(hostname, user)
 
-    def walk(v: Any, command: bool = False) -> Any:
+    def apply(key: str, text: str) -> str:
+        if key in WHOLE:
+            return WHOLE[key] if text else text
+        return scrub(text, key == "commands")
+
+    return apply
+
+
+def redact(data: Any, hostname: str | None, user: str | None) -> Any:
+    """A copy of JSON-ready data with identifying strings replaced; structure and numbers kept."""
+    scrub = field_scrub(hostname, user)
+
+    def walk(v: Any, key: str = "") -> Any:
         if isinstance(v, str):
-            return scrub(v, command)
+            return scrub(key, v)
         if isinstance(v, list):
-            return [walk(x, command) for x in v]
+            return [walk(x, key) for x in v]
         if isinstance(v, dict):
-            return {k: walk(x, command or k == "commands") for k, x in v.items()}
+            # inside a fix's "commands" every string is a command
+            return {k: walk(x, key if key == "commands" else k) for k, x in v.items()}
         return v
 
-    out = walk(data)
-    if isinstance(out, dict):
-        system = (out.get("facts") or {}).get("system")
-        if isinstance(system, dict):
-            system["hostname"] = "<host>" if system.get("hostname") else None
-            system["user"] = "<user>" if system.get("user") else None
-    return out
+    return walk(data)
 
 
 def _identity(report: Any) -> tuple[str | None, str | None]:

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.text import Text
 
 from cudadoctor.locale import _
-from cudadoctor.render.layout import display_width, table_lines, wrap
+from cudadoctor.render import fix_heading
+from cudadoctor.render.layout import display_width, fit_table, wrap
 from cudadoctor.render.printable import printable
 from cudadoctor.report import Finding, Report, Severity, Status
 
@@ -85,6 +86,16 @@ class _Writer:
             self.line(" " * indent + ln, style)
 
 
+def _left_out(w: _Writer, columns: list[tuple[str, str | None]]) -> None:
+    """What the columns a table left out at this width held: the one value of every row, or their names."""
+    same = [f"{name} {value}" for name, value in columns if value not in (None, "", "?")]
+    differ = [name for name, value in columns if value is None]
+    if same:
+        w.para(_("In every row: {values}").format(values=", ".join(same)), 8, "dim")
+    if differ:
+        w.para(_("Not shown at this width: {columns}").format(columns=", ".join(differ)), 8, "dim")
+
+
 def _finding(w: _Writer, f: Finding) -> None:
     glyph, ascii_glyph, style = MARKS[f.severity]
     mark = ascii_glyph if w.ascii_only else glyph
@@ -100,8 +111,12 @@ def _finding(w: _Writer, f: Finding) -> None:
     for ln in lines[1:]:
         w.line(" " * (2 + display_width(head)) + ln)
     for table in f.tables:
-        for ln in table_lines(table, w.width - 8):
+        # cut cells end in "..." where "…" cannot be written: three columns, so the layout counts them
+        ellipsis = "…" if not w.ascii_only or can_encode("…", w.console.file) else "..."
+        lines, left_out = fit_table(table, w.width - 8, ellipsis)
+        for ln in lines:
             w.line("        " + ln)
+        _left_out(w, left_out)
     if f.severity is Severity.OK:
         return
     if f.cause:
@@ -109,7 +124,7 @@ def _finding(w: _Writer, f: Finding) -> None:
     if f.why:
         w.para(f.why, 6, "dim")
     for rem in f.fix:
-        w.para(_("Fix — {when}:").format(when=rem.when), 6, "bold", hang=2)
+        w.para(fix_heading(rem.when, rem.lang), 6, "bold", hang=2)
         for cmd in rem.commands:
             w.line(f"          {cmd}", command=True)  # commands are never wrapped: they must paste as they are
 

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from cudadoctor.facts.watch import MAIN, WORKER, Sample, Timeline
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.locale import ENGLISH, _, current, ngettext
-from cudadoctor.render.layout import char_width, display_width, pad, wrap
+from cudadoctor.render import fix_heading
+from cudadoctor.render.layout import char_width, column_name, display_width, pad, wrap
 from cudadoctor.report import Finding, Severity
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -189,7 +190,7 @@ def finding_lines(findings: list[Finding], unicode: bool = True, width: int = WI
         head = f"  {mark} {f.code} "
         lines.extend(_wrap(f.title, width, head, " " * len(head)))
         for table in f.tables:
-            columns = [c.rstrip("<>") for c in table.columns]
+            columns = [column_name(c) for c in table.columns]
             widths = [
                 max(display_width(str(r[k])) if k < len(r) else 0 for r in [columns, *table.rows])
                 for k in range(len(columns))
@@ -201,7 +202,7 @@ def finding_lines(findings: list[Finding], unicode: bool = True, width: int = WI
         if f.why:
             lines.extend(_wrap(f.why, width, " " * 6, " " * 6))
         for rem in f.fix:
-            lines.extend(_wrap(_("Fix — {when}:").format(when=rem.when), width, " " * 6, " " * 8))
+            lines.extend(_wrap(fix_heading(rem.when, rem.lang), width, " " * 6, " " * 8))
             lines.extend(" " * 10 + c for c in rem.commands)  # commands are never wrapped: they must paste
     return lines
 

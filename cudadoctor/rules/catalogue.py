@@ -9,7 +9,8 @@ from cudadoctor.report import Finding, Fix, Severity, Table
 
 # Report order. Code ranges: CD0xx doctor, CD1xx driver/libcuda/toolkit/system (CD112-119, CD126-129,
 # CD143-199 below torch: WSL, kernel module, containers, GPU health), CD2xx torch and its libraries,
-# CD3xx visible devices, CD4xx measurements, CD5xx requirements, CD6xx checkpoints, CD7xx training
+# CD3xx visible devices, CD4xx measurements (CD226-228, the --full torch.compile check, in a section of its
+# own), CD5xx requirements, CD6xx checkpoints, CD7xx training
 # (watch), CD8xx fleet, CD9xx paste triage.
 SECTIONS = (
     "Doctor",
@@ -21,6 +22,7 @@ SECTIONS = (
     "CUDA libraries",
     "Visible devices",
     "Measurements",
+    "torch.compile",
     "Multi-GPU",
     "Requirements",
     "Checkpoint",
@@ -82,5 +84,6 @@ def entry(
     return e
 
 
-def fix(when: str, *commands: str) -> Fix:
-    return Fix(when=when, commands=list(commands))
+def fix(when: str, *commands: str, lang: str = "") -> Fix:
+    """`lang`: what the lines are (report.FIX_LANGUAGES); left out, report.language tells it from them."""
+    return Fix(when=when, commands=list(commands), lang=lang)

@@ -21,16 +21,38 @@ PROBE_TIMEOUT = entry(
     Severity.ERROR,
     "Doctor",
     "A probe did not finish in time",
-    """A check was stopped at its time bound. For the driver and CUDA checks this usually means the
-    NVIDIA driver itself hangs (a wedged GPU, a driver stuck after an Xid error): the kernel log says
-    why. The rest of the report is still valid.""",
+    """A check was stopped at its time bound: its own (`cudadoctor check --help` lists them) or the one
+    --timeout gave every check. The finding says what was running, how long it had, and the likeliest
+    reason: a bound shorter than the check's own (importing torch alone can take seconds), a program or
+    file system that did not answer, or, for the driver, CUDA and torch checks on a machine with an
+    NVIDIA GPU, a hung driver (a wedged GPU, an Xid error), which the kernel log shows. The rest of the
+    report is still valid.""",
 )
 
-_HANG_HINTS = {
-    "driver": "NVML did not answer: the NVIDIA kernel driver may be stuck.",
-    "cuda_driver": "cuInit did not return: the NVIDIA kernel driver may be stuck.",
-    "torch": "The torch child process did not finish: importing torch or initialising CUDA hangs.",
+# what each probe was doing when its time ran out
+_WHAT_RAN = {
+    "torch": "It was importing torch and initialising CUDA in a child process.",
+    "driver": "It was querying the driver and every GPU through NVML.",
+    "cuda_driver": "It was loading libcuda and calling cuInit in a child process.",
+    "system": "It was reading the OS, /dev/shm and the environment.",
+    "pci": "It was reading the PCI bus.",
+    "toolkit": "It was looking for the CUDA toolkit (nvcc --version).",
+    "platform": "It was reading the kernel module, the device nodes and the kernel log (modinfo, dmesg).",
+    "bandwidth": "It was timing copies between host and GPU.",
+    "smoke": "It was running the training smoke test.",
+    "compile": "It was compiling a tiny function with torch.compile.",
 }
+_DRIVER_HANG = {
+    "driver": "NVML did not answer: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error).",
+    "cuda_driver": "cuInit did not return: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error).",
+    "torch": "Importing torch or initialising CUDA hangs: the NVIDIA kernel driver may be stuck (a wedged GPU, "
+    "an Xid error).",
+}
+_KERNEL_LOG = fix(
+    "Look for driver errors (Xid) in the kernel log",
+    "sudo dmesg -T | grep -i -E 'NVRM|Xid'",
+    "nvidia-smi",
+)
 
 
 def evaluate(outcomes: list[ProbeOutcome], facts: object = None) -> list[Finding]:
@@ -48,18 +70,49 @@ def evaluate(outcomes: list[ProbeOutcome], facts: object = None) -> list[Finding
                 )
             )
         elif o.status == "timeout":
-            hint = _HANG_HINTS.get(o.name, "")
-            out.append(
-                PROBE_TIMEOUT.finding(
-                    title=f"The {o.name} probe {o.error}",
-                    why=f"{hint} {PROBE_TIMEOUT.explanation}".strip(),
-                    fix=[
-                        fix(
-                            "Look for driver errors (Xid) in the kernel log",
-                            "sudo dmesg -T | grep -i -E 'NVRM|Xid'",
-                            "nvidia-smi",
-                        )
-                    ],
-                )
-            )
+            out.append(_timeout(o, facts))
     return out
+
+
+def _timeout(o: ProbeOutcome, facts: object) -> Finding:
+    """What ran, how long it had, and the likeliest reason given what the other probes found."""
+    gpu = _gpu_driver(facts)
+    ran = _WHAT_RAN.get(o.name, "")
+    if o.name == "torch" and gpu is False:
+        ran = "It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise)."
+    why = [ran]
+    fixes = []
+    if o.bound is not None and o.default_bound is not None and o.bound < o.default_bound:
+        why.append(
+            f"The bound, {o.bound:g} s, is less than the {o.default_bound:g} s this check gets by default: "
+            "it was most likely still working, not stuck."
+        )
+        fixes.append(
+            fix(f"Give it its own bound, {o.default_bound:g} s", f"cudadoctor check --timeout {o.default_bound:g}")
+        )
+    elif o.name in _DRIVER_HANG and gpu is not False:
+        why.append(_DRIVER_HANG[o.name])
+        fixes.append(_KERNEL_LOG)
+    elif o.name == "torch":
+        why.append("Importing torch hangs or is very slow (a slow or network file system, many packages).")
+    else:
+        why.append("A program it ran or a file it read did not answer in time.")
+    if not fixes:
+        longer = 4 * (o.default_bound or o.bound or 15.0)
+        fixes.append(
+            fix(
+                "See whether it finishes at all, given longer", f"cudadoctor check --only {o.name} --timeout {longer:g}"
+            )
+        )
+    return PROBE_TIMEOUT.finding(title=f"The {o.name} probe {o.error}", why=" ".join(w for w in why if w), fix=fixes)
+
+
+def _gpu_driver(facts: object) -> bool | None:
+    """Whether an NVIDIA driver with a GPU is in use here: True, False, or None when nothing tells."""
+    driver = getattr(facts, "driver", None)
+    if driver is not None:
+        return driver.init_status == "ok" and bool(driver.devices)
+    pci = getattr(facts, "pci", None)
+    if pci is not None and pci.scanned:
+        return bool(pci.nvidia_gpus)
+    return None

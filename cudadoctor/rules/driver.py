@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from cudadoctor.facts import DriverFacts, Facts, SystemFacts
+from cudadoctor.facts.nvml import SICK_ERRORS
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
 from cudadoctor.knowledge.driver_install import SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity, plural
+from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules import containers, kernel_module, wsl
 from cudadoctor.rules.catalogue import CATALOGUE, entry, fix
 
@@ -382,11 +383,8 @@ def _gpu_lost_fix(index: int | None) -> list[Fix]:
     target = f" -i {index}" if index is not None else ""
     return [
         fix("Read the Xid error that caused it", "sudo dmesg -T | grep -i xid | tail -5"),
-        fix(
-            "Reset the GPU (no process may be using it), or reboot",
-            f"sudo nvidia-smi --gpu-reset{target}",
-            "sudo reboot",
-        ),
+        fix("Reset the GPU (no process may be using it)", f"sudo nvidia-smi --gpu-reset{target}"),
+        fix("Or reboot (it resets every GPU)", "sudo reboot"),  # an alternative, never a next step
     ]
 
 
@@ -418,7 +416,7 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
             )
         )
     for dev in d.devices:
-        if dev.error:
+        if dev.error and dev.error not in SICK_ERRORS:  # a crash or hang in one GPU's call: _query_problems
             out.append(
                 GPU_LOST.finding(
                     title=f"GPU {dev.index}{' (' + dev.pci_bus_id + ')' if dev.pci_bus_id else ''} "
@@ -441,13 +439,14 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
     """NVML queries that failed (other than "not supported" and functions an old driver lacks), and a
     query that crashed or hung part-way: named, so that a missing fact is never silently read as "none"."""
     out: list[Finding] = []
-    failed = [f"{call} ({name})" for call, name in sorted(d.query_errors.items())]
+    pairs = sorted(d.query_errors.items())
     for dev in d.devices:
-        failed += [
-            f"GPU {dev.index} {what} ({name})"
+        pairs += [
+            (f"GPU {dev.index} {what}", name)
             for what, name in sorted(dev.unsupported.items())
             if name not in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND")
         ]
+    failed = [f"{query} ({name})" for query, name in pairs]
     if failed:
         out.append(
             NVML_ERROR.finding(
@@ -458,6 +457,8 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
                 why="The driver answered these queries with an error, so the facts they give are unknown here "
                 "(not zero, not absent). A driver in trouble often fails queries before it fails CUDA.",
                 fix=[fix("Compare with nvidia-smi's full query", "nvidia-smi -q")],
+                # the title names four: every one is in the details
+                tables=[Table(["query", "NVML error"], [list(p) for p in pairs])] if len(pairs) > 4 else [],
             )
         )
     if d.query_failure:
@@ -468,7 +469,8 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
                 + (f"; {plural(unread, 'GPU')} could not be read" if unread > 0 else ""),
                 severity=Severity.ERROR if unread > 0 or "crashed" in d.query_failure else Severity.WARNING,
                 why="The NVIDIA management library crashed or stopped answering inside the call named (in a "
-                "child process the doctor started for it). Every GPU read before that is shown.",
+                "child process the doctor started for it). A GPU whose call failed is named and skipped; the "
+                "GPUs after it are read by a fresh child, so every other GPU is still shown.",
                 fix=[
                     fix("See whether nvidia-smi hangs or fails the same way", "timeout 20 nvidia-smi"),
                     fix(
@@ -484,12 +486,15 @@ def _library_not_found(f: Facts) -> Finding:
     s, pci = f.system, f.pci
     if s is not None and s.os == "Darwin":
         return MACOS.finding(
-            fix=[
+            fix=[  # a shell line and a Python line: two fixes, each labelled by what it is
                 fix(
-                    "Use the Apple GPU through MPS in PyTorch",
+                    "See whether PyTorch can use the Apple GPU (MPS)",
                     'python -c "import torch; print(torch.backends.mps.is_available())"',
+                ),
+                fix(
+                    "Use it in your code",
                     "device = torch.device('mps' if torch.backends.mps.is_available() else 'cpu')",
-                )
+                ),
             ]
         )
     if wsl.root_cause(f) == "CD112":

@@ -344,13 +344,17 @@ def _inventory(ff: FleetFacts, node_findings: dict[int, list[Finding]]) -> Findi
             status = decide(found, [o for o in node.outcomes])
             errors = sum(f.severity is Severity.ERROR for f in found)
             warnings = sum(f.severity is Severity.WARNING for f in found)
-            verdict = status.value + (f" ({errors}E {warnings}W)" if errors or warnings else "")
+            counts = " ".join(f"{n}{kind}" for n, kind in ((errors, "E"), (warnings, "W")) if n)
+            verdict = status.value + (f" ({counts})" if counts else "")
+        drv = getattr(node.facts, "driver", None)
         rows.append(
             [
                 node.label,
                 str(len(node.ranks)),
                 p.get("GPUs") or "?",
-                p.get("driver") or "?",
+                # a driver NVML could not reach: its version is unknown here (CD801 and the node's own
+                # finding say why)
+                (p.get("driver") if drv is not None and drv.init_status == "ok" else None) or "?",
                 p.get("CUDA (driver)") or "?",
                 p.get("torch") or "?",
                 p.get("NCCL") or "?",
@@ -360,7 +364,8 @@ def _inventory(ff: FleetFacts, node_findings: dict[int, list[Finding]]) -> Findi
     title = f"{plural(len(ff.nodes), 'node')}, {plural(len(ff.ranks), 'rank')} reported"
     return INVENTORY.finding(
         title=title,
-        tables=[Table(["Node", "Ranks", "GPUs", "Driver", "CUDA", "torch", "NCCL", "Check"], rows)],
+        # at 80 columns the node and its status stay whole; the versions go first (CD801 lists any that differ)
+        tables=[Table(["Node!<", "Ranks?", "GPUs", "Driver", "CUDA?", "torch?", "NCCL?", "Check!"], rows)],
     )
 
 

@@ -67,6 +67,7 @@ class Advice:
     version: str | None  # the torch version to install
     commands: list[str] = field(default_factory=list)
     note: str = ""  # why this one, or why none fits
+    unknown: list[str] = field(default_factory=list)  # what it needs and the facts do not say: then no commands
     driver_upgrade: str | None = None  # "580.65.06" when a newer driver would allow a newer variant
     upgrade_label: str | None = None  # how to get that driver on this OS
     upgrade_commands: list[str] = field(default_factory=list)
@@ -123,6 +124,8 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         ]
     if kind == "uv-project" and m is not None and m.project:
         return [f"uv sync --project {shell.word(m.project)} --upgrade-package torch"]
+    if m is not None and m.externally_managed and kind in ("pip", "uv"):
+        return _into_new_venv(f, kind, pkgs, variant)
     cmds = []
     if kind in ("uv", "uv-project"):
         # --torch-backend is explicit: `auto` looks at the driver only, never at the GPU's architecture
@@ -136,6 +139,54 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         cmds.append(f"{pip} uninstall -y {' '.join(names)}")
     cmds.append(f"{pip} install {' '.join(pkgs)} --index-url {variant.index_url}")
     return cmds
+
+
+# Where the install goes when the target Python is externally managed (PEP 668): a venv made from it.
+NEW_VENV = "~/venvs/torch"
+_DEBIAN_FAMILY = ("debian", "ubuntu", "linuxmint", "pop", "raspbian", "kali")
+
+
+def cpu_install(f: Facts) -> list[str]:
+    """The CPU build, for a machine with no NVIDIA GPU: into a new venv where the target Python is
+    externally managed, else with the target's pip."""
+    if environment_unknowns(f):
+        return []  # pip may refuse this Python, or another installer manage it: no guess
+    if externally_managed(f):
+        return _into_new_venv(f, "pip", ["torch"], wheels.Variant("", "cpu", ()))
+    cpu = wheels.INDEX_URL.format(variant="cpu")
+    return [f"{_py(f)} -m pip install torch --index-url {cpu}"]
+
+
+def _into_new_venv(f: Facts, kind: str, pkgs: list[str], variant: wheels.Variant) -> list[str]:
+    """pip (and uv) refuse to install into an externally managed Python (`externally-managed-environment`):
+    create a venv from it, then install there. Its interpreter is the one to run torch with afterwards."""
+    if kind == "uv":
+        return [
+            f"uv venv --python {_py(f, lead=False)} {NEW_VENV}",
+            f"uv pip install --python {NEW_VENV}/bin/python {' '.join(pkgs)} --torch-backend={variant.name}",
+        ]
+    cmds = []
+    os_id = f.system.os_id if f.system is not None else None
+    if f.torch is not None and f.torch.ensurepip is False and os_id in _DEBIAN_FAMILY:
+        cmds.append("sudo apt install python3-venv")  # Debian's Python makes venvs without pip otherwise
+    return [
+        *cmds,
+        f"{_py(f)} -m venv {NEW_VENV}",
+        f"{NEW_VENV}/bin/python -m pip install {' '.join(pkgs)} --index-url {variant.index_url}",
+    ]
+
+
+def _pep668_unknown(f: Facts) -> bool:
+    """A Python that is no venv, whose stdlib was not looked at for the PEP 668 marker (a venv never is
+    externally managed)."""
+    m = manager(f)
+    return m is not None and m.kind == "system" and m.externally_managed is None
+
+
+def externally_managed(f: Facts) -> bool:
+    """The install goes into a new venv: the target is externally managed and pip or uv would install."""
+    m = manager(f)
+    return bool(m is not None and m.externally_managed and installer(f) in ("pip", "uv"))
 
 
 # --- what manages the environment -------------------------------------------------------------------
@@ -235,7 +286,10 @@ def conda_forge_commands(f: Facts, variant: wheels.Variant | None = None) -> lis
     tool = (m.conda_frontend if m else None) or "conda"
     where = f" -p {shell.word(m.prefix)}" if m and m.prefix else ""
     if variant is None:
-        variant = advise(f).variant
+        advice = advise(f)
+        if advice.unknown:
+            return []  # without its CUDA spec it would be another command than the one knowing more gives
+        variant = advice.variant
     t = f.torch
     extra = [p for p in ("torchvision", "torchaudio") if t is not None and getattr(t, p)]
     cmds = []
@@ -352,9 +406,56 @@ def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
     return f"Upgrade the NVIDIA driver to {need} or newer ({family})", cmds
 
 
+def unknown_inputs(f: Facts) -> list[str]:
+    """What the torch install for this machine depends on and the facts do not say (a probe skipped with
+    --only, a paste, an older report). A command computed without it would be a guess that knowing it
+    could turn into another command: knowing less must never change a fix, so then there is none."""
+    missing = []
+    s = f.system
+    if s is None or not s.os or not s.machine:
+        missing.append("the OS and CPU architecture")
+    drv = driver_view(f)
+    if drv.cuda is None or drv.version is None:
+        missing.append("the NVIDIA driver's version")
+    if not _capabilities_known(f):
+        missing.append("each GPU's compute capability")
+    return missing + environment_unknowns(f)
+
+
+def _capabilities_known(f: Facts) -> bool:
+    """The compute capability of every GPU that answers (NVML's list, else torch's)."""
+    if f.driver is not None and f.driver.devices:
+        answering = [d for d in f.driver.devices if d.error is None]
+        return bool(answering) and all(d.compute_capability for d in answering)
+    if f.torch is not None and f.torch.devices:
+        return all(d.capability for d in f.torch.devices)
+    return False
+
+
+def environment_unknowns(f: Facts) -> list[str]:
+    """What a command for the target environment needs: the interpreter's torch and what manages it."""
+    t = f.torch
+    if t is None:
+        return ["the target Python environment"]
+    missing = []
+    if t.installed is None or (t.installed and not t.version):
+        missing.append("the installed torch version")
+    m = manager(f)
+    if m is None or not m.prefix:
+        return [*missing, "which installer manages the environment"]
+    if m.kind == "uv" and m.uv_project is None:
+        missing.append("whether the venv belongs to a uv project")
+    if _pep668_unknown(f):
+        missing.append("whether pip may install into this Python")
+    return missing
+
+
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
 # inside a release, full driver compatibility before minor-version compatibility, then the newest CUDA.
 def advise(f: Facts) -> Advice:
+    missing = unknown_inputs(f)
+    if missing:
+        return Advice(None, None, note="which torch build fits is not known here", unknown=missing)
     drv = driver_view(f)
     ccs = [cc for _, cc in gpu_capabilities(f)]
     machine = f.system.machine if f.system else None
@@ -397,6 +498,11 @@ def advise(f: Facts) -> Advice:
                 note=f"torch {version} {v.name}: {why}",
                 driver_upgrade=upgrade if rel != release else None,
             )
+            if externally_managed(f):
+                advice.note += (
+                    f"; {f.torch.python_executable if f.torch else 'this Python'} is externally managed "
+                    f"(PEP 668): pip installs into a new venv, {NEW_VENV}"
+                )
             if installer(f) in ("conda", "pixi"):
                 advice.note = (
                     f"conda-forge pytorch-gpu, {conda_cuda_spec(f, v)}: the CUDA this driver runs, "

@@ -19,6 +19,7 @@ from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.torch_build import CUDNN_SHADOWED
 
 SECTION = "CUDA libraries"
+COMPILE_SECTION = "torch.compile"  # a --full check of its own, not a library
 
 STACK = entry(
     "CD218",
@@ -110,7 +111,7 @@ COMPILE_OK = entry(
     "CD226",
     "torch-compile-ok",
     Severity.OK,
-    SECTION,
+    COMPILE_SECTION,
     "torch.compile works",
     """A tiny function was compiled with torch.compile (inductor) and gave the eager result.""",
 )
@@ -118,7 +119,7 @@ COMPILE_FAILED = entry(
     "CD227",
     "torch-compile-fails",
     Severity.WARNING,
-    SECTION,
+    COMPILE_SECTION,
     "torch.compile fails in this environment",
     """torch.compile's inductor backend generates C++ (CPU) or Triton (GPU) code and compiles it at run
     time: it needs a C++ compiler (g++/clang++, or MSVC `cl` on Windows: "Compiler: cl is not found",
@@ -129,7 +130,7 @@ COMPILE_INCOMPLETE = entry(
     "CD228",
     "torch-compile-probe-incomplete",
     Severity.WARNING,
-    SECTION,
+    COMPILE_SECTION,
     "The torch.compile check did not finish",
     """Compiling a tiny function took longer than the probe's time bound, or the child process died. A
     cold inductor cache makes the first compile slow (tens of seconds on a small machine); a hang usually
@@ -494,21 +495,29 @@ def _conda(f: Facts, lf: LibraryFacts) -> list[Finding]:
     tool = m.conda_frontend or "conda"
     if m.cpuonly:
         names = " ".join(x.split()[0] for x in m.cpuonly)
-        if install_advice.installer(f) == "conda":
+        label = "Remove the CPU pins, then install a CUDA build"
+        install = install_advice.advise(f).commands
+        if not install:  # removing the pins alone would leave no torch
+            steps, label = [], f"{label}: which one fits is not known here; run every check to see it"
+        elif install_advice.installer(f) == "conda":
             steps = install_advice.conda_forge_commands(f)  # its remove takes the pins with it
         else:
-            steps = [f"{tool} remove -p {shell.word(m.prefix)} -y {names}", *install_advice.advise(f).commands]
+            steps = [f"{tool} remove -p {shell.word(m.prefix or '')} -y {names}", *install]
         out.append(
             CONDA_CPU.finding(
                 title=f"{' and '.join(m.cpuonly)} installed in {m.prefix}",
-                fix=[fix("Remove the CPU pins, then install a CUDA build", *steps)],
+                fix=[fix(label, *steps)],
             )
         )
     if m.pytorch_channel:
         out.append(
             CONDA_CHANNEL.finding(
                 title=f"torch in {m.prefix} comes from the pytorch conda channel, which has no release after 2.5",
-                fix=[fix("Move to conda-forge's pytorch-gpu", *install_advice.conda_forge_commands(f))],
+                fix=[
+                    fix("Move to conda-forge's pytorch-gpu", *steps)
+                    if (steps := install_advice.conda_forge_commands(f))
+                    else fix("Move to conda-forge's pytorch-gpu: which build fits is not known here; run every check")
+                ],
                 tables=[Table(["Evidence"], [[e] for e in m.pytorch_channel])],
             )
         )

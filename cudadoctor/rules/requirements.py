@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import parse_cc
 from cudadoctor.knowledge.units import exact_size, format_size
-from cudadoctor.report import Finding, Severity, plural
+from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 
@@ -52,8 +53,9 @@ LOW_FREE_MEMORY = entry(
     Severity.ERROR,
     "Requirements",
     "A GPU has less free memory than required",
-    """--min-free-memory asks for this much free memory on each GPU a job will use. Other processes
-    hold the rest; `cudadoctor gpus` shows who.""",
+    """--min-free-memory asks for this much free memory on each GPU a job will use: every GPU CUDA
+    programs here can see, or with --require-gpus N at least N of them. Other processes hold the rest;
+    `cudadoctor gpus` shows who.""",
 )
 LOW_CAPABILITY = entry(
     "CD503",
@@ -61,7 +63,8 @@ LOW_CAPABILITY = entry(
     Severity.ERROR,
     "Requirements",
     "A GPU's compute capability is below the requirement",
-    """--min-compute-capability asks for GPUs of at least this architecture (bf16 needs 8.0, FP8 8.9).""",
+    """--min-compute-capability asks for GPUs of at least this architecture (bf16 needs 8.0, FP8 8.9):
+    every GPU CUDA programs here can see, or with --require-gpus N at least N of them.""",
 )
 TORCH_CUDA_MISMATCH = entry(
     "CD504",
@@ -94,18 +97,21 @@ H2D_TOO_SLOW = entry(
 def evaluate(f: Facts, req: Requirements | None) -> list[Finding]:
     if req is None or not req.any:
         return []
-    out: list[Finding] = []
-    out += _gpus(f, req)
-    out += _torch(f, req)
-    out += _bandwidth(f, req)
-    if not any(f.severity is Severity.ERROR for f in out):
-        out.insert(0, MET.finding())
+    gpus, note = _gpus(f, req)
+    out = gpus + _torch(f, req) + _bandwidth(f, req)
+    # every finding above is an unmet requirement: CD500 only when there is none
+    if not out:
+        out.insert(0, MET.finding(title=f"{MET.summary}: {note}" if note else None))
     return out
 
 
-def _gpus(f: Facts, req: Requirements) -> list[Finding]:
+def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
+    """The GPU requirements' findings, and a note for CD500 when they hold.
+
+    With --require-gpus N, N visible GPUs that meet the limits are enough. Without it the limits hold
+    for every visible GPU: a job uses the GPUs it sees, and no count says which of them it may leave."""
     if req.require_gpus is None and req.min_free_memory is None and req.min_compute_capability is None:
-        return []
+        return [], ""
     need = req.require_gpus or 1
     driver = f.driver
     if driver is None or driver.init_status != "ok":
@@ -115,39 +121,55 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
                 title=f"Needs {plural(need, 'GPU')}; {why}",
                 fix=[fix("See why", "cudadoctor check")],
             )
-        ]
+        ], ""
     from cudadoctor.rules.visible import visibility
 
     vis = visibility(f)
-    # the environment unknown: every GPU the driver has may be visible (knowing less adds no failure)
-    visible = [s.device for s in vis.selected] if vis is not None else [d for d in driver.devices if d.error is None]
-    min_cc = parse_cc(req.min_compute_capability)
-    low_memory = [
-        d
-        for d in visible
-        if req.min_free_memory is not None and (d.memory_free is None or d.memory_free < req.min_free_memory)
-    ]
-    low_cc = [
-        d for d in visible if min_cc is not None and ((cc := parse_cc(d.compute_capability)) is None or cc < min_cc)
-    ]
-    qualified = [d for d in visible if d not in low_memory and d not in low_cc]
-    size = exact_size(req.min_free_memory) if req.min_free_memory is not None else ""
-    # one selection that meets every requirement: GPUs picked for free memory must have the capability too
-    pick = f"cudadoctor gpus --pick {need}" + (f" --min-free {size}" if size else "")
-    pick += f" --min-cc {req.min_compute_capability}" if min_cc is not None else ""
+    every = [d for d in driver.devices if d.error is None]
+    # the environment unknown: every GPU the driver has may be visible; with a count that adds no failure,
+    # without one a gate cannot pass a GPU a job may see
+    visible = [s.device for s in vis.selected] if vis is not None else every
+    gate = _Limits(req)
+    low_memory = [d for d in visible if gate.low_memory(d)]
+    low_cc = [d for d in visible if gate.low_cc(d)]
+    qualified = [d for d in visible if gate.qualifies(d)]
+    if req.require_gpus is not None and len(qualified) >= need:
+        if len(qualified) == len(visible):
+            return [], ""
+        # met; which GPUs qualify is worth a word, since a job takes the first ones it sees
+        which = _which(qualified)
+        return [], f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify ({which}); {need} required"
+    # a selection: `gpus --pick` chooses among the GPUs CUDA_VISIBLE_DEVICES shows, so it is offered only
+    # where it can succeed: among those, or among all of them once the variable is unset
+    count = need if req.require_gpus is not None else len(qualified)
+    select = []
+    if 0 < count <= len(qualified):
+        select = [
+            fix("Select GPUs that qualify (eval sets the variable in this shell)", f'eval "$({gate.pick(count)})"')
+        ]
+    elif vis is not None and vis.raw is not None and sum(map(gate.qualifies, every)) >= need:
+        select = [
+            fix(
+                "Show every GPU to CUDA, then select ones that qualify (eval sets the variable in this shell)",
+                "unset CUDA_VISIBLE_DEVICES",
+                f'eval "$({gate.pick(need)})"',
+            )
+        ]
     out: list[Finding] = []
+    if len(qualified) < need:
+        out.append(
+            TOO_FEW_GPUS.finding(
+                title=f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify; {need} required",
+                fix=select or _elsewhere(every, need, gate),
+            )
+        )
     if low_memory:
         out.append(
             LOW_FREE_MEMORY.finding(
-                title=f"{_which(low_memory)} {'has' if len(low_memory) == 1 else 'have'} less than {size} free "
+                title=f"{_which(low_memory)} {'has' if len(low_memory) == 1 else 'have'} less than {gate.size} free "
                 f"({', '.join(format_size(d.memory_free) for d in low_memory)})",
-                fix=[
-                    fix("See which processes hold it", "cudadoctor gpus --sort-by free"),
-                    fix(
-                        "Or select GPUs that have it (eval sets the variable in this shell)",
-                        f'eval "$({pick})"',
-                    ),
-                ],
+                tables=_holders(low_memory),
+                fix=[fix("See which processes hold it", "cudadoctor gpus --sort-by free"), *select],
             )
         )
     if low_cc:
@@ -156,42 +178,95 @@ def _gpus(f: Facts, req: Requirements) -> list[Finding]:
             LOW_CAPABILITY.finding(
                 title=f"{_which(low_cc)} {'has' if len(low_cc) == 1 else 'have'} compute capability "
                 f"{', '.join(ccs)}; {req.min_compute_capability} required",
-                fix=[
-                    fix(
-                        "Select GPUs that have it (eval sets the variable in this shell)",
-                        f'eval "$({pick})"',
-                    )
-                ],
+                fix=select or _elsewhere(every, need, gate),
             )
         )
-    if len(qualified) >= need:
-        # enough GPUs qualify: the others are worth knowing about (cuda:0 may be one), not a failure
-        for finding in out:
-            finding.severity = Severity.WARNING
-    else:
-        out.insert(
-            0,
-            TOO_FEW_GPUS.finding(
-                title=f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify; {need} required",
-                fix=[
-                    fix(
-                        "Show every GPU to CUDA, then select ones that qualify (eval sets the variable in this shell)",
-                        "unset CUDA_VISIBLE_DEVICES",
-                        f'eval "$({pick})"',
-                    )
-                    if vis is not None and vis.raw is not None  # --pick chooses among the GPUs shown
-                    else fix("Select GPUs that qualify (eval sets the variable in this shell)", f'eval "$({pick})"')
-                ],
-            ),
+    return out, ""
+
+
+class _Limits:
+    """The per-GPU limits of a gate, and the one `gpus --pick` that selects GPUs meeting all of them."""
+
+    def __init__(self, req: Requirements) -> None:
+        self.min_free = req.min_free_memory
+        self.min_cc_text = req.min_compute_capability
+        self.min_cc = parse_cc(req.min_compute_capability)
+        self.size = exact_size(req.min_free_memory) if req.min_free_memory is not None else ""
+
+    def low_memory(self, d: Any) -> bool:
+        return self.min_free is not None and (d.memory_free is None or d.memory_free < self.min_free)
+
+    def low_cc(self, d: Any) -> bool:
+        return self.min_cc is not None and ((cc := parse_cc(d.compute_capability)) is None or cc < self.min_cc)
+
+    def qualifies(self, d: Any) -> bool:
+        return not self.low_memory(d) and not self.low_cc(d)
+
+    def pick(self, n: int) -> str:
+        # one selection that meets every requirement: GPUs picked for free memory must have the capability too
+        return (
+            f"cudadoctor gpus --pick {n}"
+            + (f" --min-free {self.size}" if self.size else "")
+            + (f" --min-cc {self.min_cc_text}" if self.min_cc is not None else "")
         )
+
+    def wanted(self) -> str:
+        """ "that have 50GiB free and compute capability 8.0 or higher" """
+        parts = [f"{self.size} free"] if self.size else []
+        parts += [f"compute capability {self.min_cc_text} or higher"] if self.min_cc is not None else []
+        return " and ".join(parts)
+
+
+def _elsewhere(every: list[Any], need: int, gate: _Limits) -> list[Fix]:
+    """When no selection of this machine's GPUs can meet the requirement: what would."""
+    out = []
+    capable = [d for d in every if not gate.low_cc(d)]
+    busy = [d for d in capable if gate.low_memory(d)]
+    if busy and len(capable) >= need:  # enough GPUs of the kind: their memory is what is missing
+        out.append(
+            fix(
+                f"Free memory on {_which(busy)}: stop the processes that hold it, or wait for them to finish",
+                "cudadoctor gpus --sort-by free",
+            )
+        )
+    wanted = gate.wanted()
+    out.append(
+        fix(
+            f"Run the job on a node with {plural(need, 'GPU')}"
+            + (f" that have {wanted}" if wanted else "")
+            + f": this one has {len(every)}"
+        )
+    )
     return out
+
+
+def _holders(devices: list[Any]) -> list[Table]:
+    """Who holds the memory a GPU lacks, where NVML lists them (root sees every user's processes)."""
+    held = [(d, p) for d in devices for p in sorted(d.processes, key=lambda p: -(p.used_memory or 0))]
+    if not held:
+        return []
+    named = any(p.name for _, p in held)
+    rows = [
+        [
+            str(d.index),
+            str(p.pid),
+            *([p.name or ""] if named else []),
+            format_size(p.used_memory) if p.used_memory is not None else "",
+        ]
+        for d, p in held
+    ]
+    return [Table(["GPU", "PID", *(["Name"] if named else []), "Used"], rows)]
+
+
+def _indices(devices: list[Any]) -> str:
+    """ "GPU 2", "GPUs 0, 2" """
+    return f"{'GPU' if len(devices) == 1 else 'GPUs'} {', '.join(str(d.index) for d in devices)}"
 
 
 def _which(devices: list) -> str:
     """ "GPU 3 (Tesla T4)", "GPUs 0, 1, 2, 3 (Tesla T4)": one line for identical GPUs."""
     names = sorted({d.name or "?" for d in devices})
-    word = "GPU" if len(devices) == 1 else "GPUs"
-    return f"{word} {', '.join(str(d.index) for d in devices)} ({', '.join(names)})"
+    return f"{_indices(devices)} ({', '.join(names)})"
 
 
 def _torch(f: Facts, req: Requirements) -> list[Finding]:

@@ -15,8 +15,11 @@ from cudadoctor.rules.install_advice import (
     Advice,
     advise,
     arch_reason,
+    cpu_install,
     driver_upgrade_fix,
     driver_view,
+    environment_unknowns,
+    externally_managed,
     gpu_capabilities,
 )
 
@@ -197,6 +200,25 @@ def _gpus_present(f: Facts) -> bool:
     return bool(f.driver and f.driver.init_status == "ok" and f.driver.device_count)
 
 
+def _install_fix(f: Facts, t: TorchFacts) -> list[Fix]:
+    """Install torch where there is none: the CUDA build for these GPUs and this driver, the CPU build where
+    there is no NVIDIA GPU, and no command while whether there is one is unknown (--only torch skips the
+    driver and PCI checks: a CPU build there would be wrong on a GPU machine)."""
+    label = "Install the build that fits this machine"
+    present = gpu_presence(f)
+    if present is None:
+        return [fix(f"{label}: whether it has an NVIDIA GPU is not known; run every check to see it")]
+    if present:
+        return _advice_fix(advise(f), label)[:1]
+    cmds = cpu_install(f)
+    if not cmds:
+        unknown = "; ".join(environment_unknowns(f))
+        return [fix(f"{label}: which build fits is not known ({unknown}); run every check to see it")]
+    if externally_managed(f):
+        label += f" ({t.python_executable} is externally managed (PEP 668): pip installs into a new venv)"
+    return [fix(label, *cmds)]
+
+
 def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
@@ -204,7 +226,8 @@ def _lower_first(text: str) -> str:
 def _advice_fix(advice: Advice, label: str) -> list[Fix]:
     out = []
     if advice.snippet:
-        out.append(fix(f"{label} ({advice.note}): add to {advice.snippet_file or 'pyproject.toml'}", *advice.snippet))
+        where = advice.snippet_file or "pyproject.toml"
+        out.append(fix(f"{label} ({advice.note}): add to {where}", *advice.snippet, lang="toml"))
         label = "Then sync the project"
     if advice.commands:
         out.append(fix(f"{label} ({advice.note})" if not advice.snippet else label, *advice.commands))
@@ -215,9 +238,19 @@ def _advice_fix(advice: Advice, label: str) -> list[Fix]:
                 *advice.upgrade_commands,
             )
         )
-    if not out:
+    if not out and advice.unknown:
+        # no command rather than a guess: `check` with every probe learns what is missing
+        unknown = "; ".join(advice.unknown)
+        out.append(fix(f"{label}: which build fits is not known ({unknown}); run every check to see it"))
+    elif not out:
         out.append(fix(f"{advice.note}: see https://pytorch.org/get-started/previous-versions/"))
     return out
+
+
+_NO_DRIVER_TO_HANG = (
+    "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted the bound "
+    "(a --timeout shorter than the check's own, a slow or network file system)."
+)
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -225,17 +258,24 @@ def evaluate(f: Facts) -> list[Finding]:
     if t is None:
         return []
     if t.timed_out:
+        # a stuck driver is a likely reason only where a driver with a GPU is in use (or that is unknown)
+        driver = f.driver is None or (f.driver.init_status == "ok" and bool(f.driver.devices))
         return [
             TORCH_PROBE_FAILED.finding(
                 title="The torch child process did not finish in time"
                 + (" (CUDA initialisation hung)" if t.version and t.is_available is None else ""),
+                why=None if driver else f"{TORCH_PROBE_FAILED.explanation} {_NO_DRIVER_TO_HANG}",
                 fix=[
                     fix(
                         "Try it by hand and see where it stops",
                         shell.word(t.python_executable, lead=True)
                         + ' -c "import torch; print(torch.cuda.is_available())"',
                     ),
-                    fix("Look for driver errors", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"),
+                    *(
+                        [fix("Look for driver errors", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail")]
+                        if driver
+                        else []
+                    ),
                 ],
             )
         ]
@@ -264,20 +304,11 @@ def evaluate(f: Facts) -> list[Finding]:
         if t.version is None:
             return []  # nothing known about torch: nothing to say
     if t.installed is False:
-        advice = advise(f) if _gpus_present(f) else None
-        cmds = (
-            advice.commands
-            if advice and advice.commands
-            else [
-                shell.word(t.python_executable, lead=True)
-                + f" -m pip install torch --index-url {wheels.INDEX_URL.format(variant='cpu')}"
-            ]
-        )
         return [
             NOT_INSTALLED.finding(
                 title=f"PyTorch is not installed in {t.python_executable}",
                 fix=[
-                    fix("Install the build that fits this machine", *cmds),
+                    *_install_fix(f, t),
                     fix(
                         "Or diagnose the environment where torch is installed",
                         "cudadoctor check --python /path/to/venv/bin/python",
@@ -508,17 +539,20 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
 def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
     if t.cuda_built and t.is_available and t.cudnn_present is False and not t.cudnn_error:
+        # the same torch again, from its own index: without its version and CUDA there is no such line
+        again = (
+            [
+                f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
+                f"--no-deps torch=={t.version.split('+')[0]} --index-url "
+                f"{wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda))}"
+            ]
+            if t.version and t.cuda
+            else []
+        )
         out.append(
             CUDNN_PROBLEM.finding(
-                title=f"torch {t.version} finds no cuDNN",
-                fix=[
-                    fix(
-                        "Install the wheel's cuDNN again",
-                        f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
-                        f"--no-deps torch=={(t.version or '').split('+')[0]} --index-url "
-                        f"{wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda or '0.0'))}",
-                    )
-                ],
+                title=f"torch {t.version} finds no cuDNN" if t.version else "torch finds no cuDNN",
+                fix=[fix("Install the wheel's cuDNN again", *again)] if again else [],
             )
         )
     if t.cudnn_error:

@@ -105,8 +105,10 @@ def evaluate(f: Facts) -> list[Finding]:
                 title=f"CUDA_VISIBLE_DEVICES={shown} hides all {plural(len(devices), 'GPU')}",
                 fix=[
                     fix("Show every GPU", "unset CUDA_VISIBLE_DEVICES"),
+                    # gpus --pick chooses among the GPUs the variable shows: none until it is unset
                     fix(
-                        "Or select GPUs by UUID, order-proof (eval sets the variable in this shell)",
+                        "Or show them all and select one by UUID, order-proof (eval sets the variable in this shell)",
+                        "unset CUDA_VISIBLE_DEVICES",
                         'eval "$(cudadoctor gpus --pick 1)"',
                     ),
                 ],

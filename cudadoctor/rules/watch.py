@@ -62,7 +62,8 @@ CPU_ONLY = entry(
     Severity.WARNING,
     SECTION,
     "The command never used a GPU while its CPU was busy",
-    """NVML never listed any process of the command's tree on a GPU, while the tree kept the CPU busy: the
+    """No process of the command's tree ever ran on a GPU (NVML never listed one, or none of them loaded
+    libcuda, the CUDA driver library every GPU program loads), while the tree kept the CPU busy: the
     training ran on the CPU. The usual causes: the model or the batches were never moved with
     `.to(device)`, the device was chosen as "cpu" (a CPU-only torch wheel makes
     `torch.cuda.is_available()` False), or CUDA_VISIBLE_DEVICES hides every GPU.""",
@@ -430,8 +431,8 @@ def _pids_hidden(tl: Timeline) -> list[Finding]:
         for g in s.gpus
         if g.unseen_processes and not g.tree_processes and g.tree_memory is None and g.unseen_processes > 0
     ]
-    if not hidden:
-        return []
+    if not hidden or never_mapped_libcuda(tl):
+        return []  # no process of the tree loaded libcuda: its GPU use is known, none (CD700 says so)
     return [
         PIDS_HIDDEN.finding(
             fix=[
@@ -445,8 +446,18 @@ def _pids_hidden(tl: Timeline) -> list[Finding]:
     ]
 
 
+def never_mapped_libcuda(tl: Timeline) -> bool:
+    """Every process of the tree, in every sample, known not to map libcuda (/proc/PID/maps): the tree
+    never used a GPU, whatever NVML's PID namespace shows. One unknown process makes it unknown."""
+    procs = [p for s in tl.samples for p in s.procs]
+    return bool(procs) and all(p.libcuda is False for p in procs)
+
+
 def _tree_visible(tl: Timeline) -> list[Sample]:
-    """Samples where the tree's presence on every GPU is known (PIDs comparable, process list read)."""
+    """Samples where the tree's presence on every GPU is known: PIDs comparable and process list read, or
+    no process of the tree ever loaded libcuda."""
+    if never_mapped_libcuda(tl):
+        return [s for s in tl.samples if s.procs]
     out = []
     for s in tl.samples:
         if not s.gpus:
@@ -469,13 +480,15 @@ def _cpu_only(tl: Timeline) -> list[Finding]:
         return []
     cvd = tl.cuda_visible_devices
     fixes = []
-    why = None
+    here = []
+    if never_mapped_libcuda(tl):
+        here.append("No process of the command loaded libcuda (/proc/PID/maps).")
     if cvd is not None and cvd.strip() in ("", "-1", "none", "NoDevFiles"):
-        why = (
-            f"{CPU_ONLY.explanation} Here CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU from the command "
-            f"although NVML sees {len(tl.gpus)}."
+        here.append(
+            f"Here CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU from the command although NVML sees {len(tl.gpus)}."
         )
         fixes.append(fix("Let the command see a GPU", "unset CUDA_VISIBLE_DEVICES"))
+    why = " ".join([CPU_ONLY.explanation, *here]) if here else None
     fixes += [
         fix(
             "Move the model and every batch to the GPU (in the training script)",

@@ -7,6 +7,8 @@
  *   init_sleep 30                 seconds nvmlInit sleeps first (a hung driver)
  *   driver 535.104.05 | cuda 12020 | nvml_version 12.535.104.05
  *   crash_in nvmlDeviceGetName    that function segfaults; hang_in nvmlShutdown: it never returns
+ *   crash_in nvmlDeviceGetName gpu=2   only for that GPU (a call made with its handle or index)
+ *   fail_in nvmlSystemGetDriverVersion 999   that function answers this NVML code (gpu=N: for one GPU)
  *   count_error 999               nvmlDeviceGetCount fails with this NVML code
  *   missing nvmlFoo nvmlBar_v2    functions that answer FUNCTION_NOT_FOUND, as an old driver's
  *                                 absent symbols do (nvidia-ml-py raises the same exception)
@@ -75,7 +77,11 @@ typedef struct {
 static struct {
     int init_error, init_sleep;
     char driver[80], nvml_version[80], missing[2048];
-    char crash_in[128], hang_in[128]; /* a function that segfaults / never returns (a broken driver) */
+    struct rule_t {                    /* crash_in / hang_in / fail_in: a broken driver's calls */
+        char fn[128];
+        int kind, gpu, code;           /* kind: RULE_*; gpu -1: every call of fn */
+    } rule[32];
+    int nrule;
     int count_error;                   /* NVML code nvmlDeviceGetCount returns */
     int cuda;
     int ndev, nproc;
@@ -123,6 +129,19 @@ static void pair(const char *line, const char *key, unsigned *a, unsigned *b, un
     if (field(line, key, buf, sizeof buf)) sscanf(buf, "%u/%u", a, b);
 }
 
+enum { RULE_CRASH, RULE_HANG, RULE_FAIL };
+
+static void rule_parse(int kind, const char *rest, const char *line) {
+    if (M.nrule >= 32) return;
+    struct rule_t *r = &M.rule[M.nrule];
+    int code = 0;
+    if (sscanf(rest, "%127s %d", r->fn, &code) < 1) return;
+    r->kind = kind;
+    r->code = kind == RULE_FAIL ? code : 0;
+    r->gpu = (int)num(line, "gpu", ~0ULL);
+    M.nrule++;
+}
+
 static int load(void) {
     memset(&M, 0, sizeof M);
     tl_reset();
@@ -143,8 +162,9 @@ static int load(void) {
         else if (!strcmp(word, "driver")) sscanf(rest, "%79s", M.driver);
         else if (!strcmp(word, "nvml_version")) sscanf(rest, "%79s", M.nvml_version);
         else if (!strcmp(word, "cuda")) M.cuda = atoi(rest);
-        else if (!strcmp(word, "crash_in")) sscanf(rest, "%127s", M.crash_in);
-        else if (!strcmp(word, "hang_in")) sscanf(rest, "%127s", M.hang_in);
+        else if (!strcmp(word, "crash_in")) rule_parse(RULE_CRASH, rest, line);
+        else if (!strcmp(word, "hang_in")) rule_parse(RULE_HANG, rest, line);
+        else if (!strcmp(word, "fail_in")) rule_parse(RULE_FAIL, rest, line);
         else if (!strcmp(word, "count_error")) M.count_error = atoi(rest);
         else if (!strcmp(word, "missing")) {
             strncat(M.missing, " ", sizeof M.missing - strlen(M.missing) - 1);
@@ -217,16 +237,30 @@ static int is_missing(const char *fn) {
     return 0;
 }
 
-static void misbehave(const char *fn) {
-    if (M.crash_in[0] && !strcmp(M.crash_in, fn)) raise(SIGSEGV);
-    if (M.hang_in[0] && !strcmp(M.hang_in, fn)) sleep(3600);
+/* the rules for fn: gpu -1 for the call as such (every GPU), else for that GPU's call; an NVML code or 0 */
+static int misbehave(const char *fn, int gpu) {
+    for (int i = 0; i < M.nrule; i++) {
+        struct rule_t *r = &M.rule[i];
+        if (r->gpu != gpu || strcmp(r->fn, fn)) continue;
+        if (r->kind == RULE_CRASH) raise(SIGSEGV);
+        if (r->kind == RULE_HANG) sleep(3600);
+        if (r->kind == RULE_FAIL) return r->code;
+    }
+    return 0;
 }
 
-#define ENTER(fn)                          \
-    do {                                   \
-        if (!initialised) return 1;        \
-        misbehave(fn);                     \
-        if (is_missing(fn)) return 13;     \
+#define ENTER(fn)                                \
+    do {                                         \
+        if (!initialised) return 1;              \
+        int rule_rc_ = misbehave(fn, -1);        \
+        if (rule_rc_) return rule_rc_;           \
+        if (is_missing(fn)) return 13;           \
+    } while (0)
+
+#define ENTER_GPU(fn, index)                     \
+    do {                                         \
+        int gpu_rc_ = misbehave(fn, index);      \
+        if (gpu_rc_) return gpu_rc_;             \
     } while (0)
 
 static dev_t_ *DEV(void *h) {
@@ -238,6 +272,7 @@ static dev_t_ *DEV(void *h) {
     ENTER(fn);                                                      \
     dev_t_ *d = DEV(h);                                             \
     if (!d) return 2;                                               \
+    ENTER_GPU(fn, d->index);                                        \
     if (d->error) return d->error;                                  \
     if (key[0] && strstr(d->unsupported, key)) return 3;          \
     tl_apply(d);
@@ -245,7 +280,8 @@ static dev_t_ *DEV(void *h) {
 int nvmlInitWithFlags(unsigned flags) {
     (void)flags;
     load();
-    misbehave("nvmlInit");
+    int rc = misbehave("nvmlInit", -1);
+    if (rc) return rc;
     if (M.init_sleep) sleep((unsigned)M.init_sleep);
     if (M.init_error) return M.init_error;
     initialised = 1;
@@ -253,7 +289,7 @@ int nvmlInitWithFlags(unsigned flags) {
 }
 int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 int nvmlInit(void) { return nvmlInitWithFlags(0); }
-int nvmlShutdown(void) { misbehave("nvmlShutdown"); initialised = 0; return 0; }
+int nvmlShutdown(void) { misbehave("nvmlShutdown", -1); initialised = 0; return 0; }
 
 const char *nvmlErrorString(int r) {
     switch (r) {
@@ -280,6 +316,7 @@ int nvmlDeviceGetCount(unsigned *n) { ENTER("nvmlDeviceGetCount"); if (M.count_e
 int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) {
     ENTER("nvmlDeviceGetHandleByIndex_v2");
     if (i >= (unsigned)M.ndev) return 2;
+    ENTER_GPU("nvmlDeviceGetHandleByIndex_v2", (int)i);
     if (M.dev[i].error) return M.dev[i].error;
     *h = &M.dev[i];
     return 0;
@@ -295,6 +332,7 @@ int nvmlDeviceGetUUID(void *h, char *v, unsigned n) {
     if (m && m->magic == MAGIC_MIG) return copy(v, n, m->uuid);
     dev_t_ *d = DEV(h);
     if (!d) return 2;
+    ENTER_GPU("nvmlDeviceGetUUID", d->index);
     if (d->error) return d->error;
     return copy(v, n, d->uuid);
 }
@@ -335,6 +373,7 @@ int nvmlDeviceGetMemoryInfo(void *h, mem_t *m) {
     }
     dev_t_ *d = DEV(h);
     if (!d) return 2;
+    ENTER_GPU("nvmlDeviceGetMemoryInfo", d->index);
     if (d->error) return d->error;
     tl_apply(d);
     m->total = d->total; m->used = d->used; m->free = d->total - d->used;

@@ -1,0 +1,80 @@
+"""`cudadoctor fit MODEL [--training]`: will it fit. The model's parameter count (counted from a
+checkpoint's tensors without running its pickle, or computed from a local Hugging Face config.json; nothing
+is downloaded), the memory that takes by precision and use, against each GPU's free memory now (NVML, in a
+child)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from cudadoctor.cli import echo, fail, run_command
+
+FORMATS = ("text", "json", "markdown")
+
+
+def _gpus() -> tuple[list[Any] | None, str | None]:
+    """Each GPU's free memory now; (None, why) when NVML cannot tell (never an empty list: no GPU is a fact)."""
+    from cudadoctor.commands.gpus import snapshot
+    from cudadoctor.facts.fit import FitGpu
+
+    driver = snapshot(with_processes=False)
+    if driver.init_status != "ok":
+        return None, f"NVML: {driver.init_message or driver.init_status}"
+    usable = [d for d in driver.devices if d.error is None and not d.mig_enabled]
+    gpus = [FitGpu(d.index, d.name, d.memory_total, d.memory_free) for d in usable]
+    return gpus, None
+
+
+def fit_report(path: str, training: bool) -> Any:
+    from cudadoctor.backends.modelsize import InputError, model_size
+    from cudadoctor.facts.fit import FitFacts
+    from cudadoctor.report import ProbeOutcome, build
+    from cudadoctor.rules import fit as rules
+
+    start = time.monotonic()
+    try:
+        size = model_size(path)
+    except InputError as exc:
+        fail(str(exc))
+    outcomes = [ProbeOutcome("model", "ok", round(time.monotonic() - start, 3))]
+    start = time.monotonic()
+    gpus, error = _gpus()
+    # NVML could not tell: "not checked", so the verdict never claims the model fits
+    seconds = round(time.monotonic() - start, 3)
+    outcomes.append(ProbeOutcome("driver", "ok" if gpus is not None else "skipped", seconds, error=error))
+    facts = FitFacts(model=size, training=training, gpus=gpus, gpu_error=error)
+    findings = rules.evaluate(facts)
+    return build("fit", facts, outcomes, findings, expected=["model", "driver"])
+
+
+@click.command()
+@click.argument("model", metavar="MODEL")
+@click.option("--training", is_flag=True, help="Training with Adam instead of inference in the model's precision.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+def fit(model: str, training: bool, fmt: str, as_json: bool) -> None:
+    """Will MODEL fit: a checkpoint file, a directory of *.safetensors shards, or a local config.json.
+
+    The memory its weights take in each common precision (and, with --training, the weights, gradients and
+    Adam states), against each GPU's free memory now. Activations, the KV cache and fragmentation come on
+    top: measure a real run with `cudadoctor watch -- CMD`.
+    """
+    run_command(_run, model, training, "json" if as_json else fmt)
+
+
+def _run(model: str, training: bool, fmt: str) -> int:
+    import json
+
+    from cudadoctor.render import markdown, text
+    from cudadoctor.render.redact import report_data
+
+    rep = fit_report(model, training)
+    if fmt in ("json", "markdown"):
+        data = report_data(rep, False)
+        echo(json.dumps(data, indent=2) if fmt == "json" else markdown.render(data))
+    else:
+        text.render(rep, text.make_console(), verbose=False, redact=False)
+    return rep.exit_code
