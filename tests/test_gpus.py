@@ -455,3 +455,92 @@ def test_gpus_redact_is_the_redaction_check_makes(run_cli, tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# --- gpus --pick N --wait: a shared box whose memory frees ------------------------------------------------
+
+BUSY = (
+    "driver 550.54.14\ncuda 12040\n"
+    'device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85899345920 used=85000000000 util=95 temp=60\n'
+    'device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85899345920 used=84000000000 util=90 temp=60\n'
+)
+FREED = BUSY.replace("used=84000000000 util=90", "used=1073741824 util=0")
+
+
+def _free_later(path, seconds: float) -> None:
+    """Another user's job ends: the machine description changes under the waiting doctor."""
+    import threading
+
+    def write() -> None:
+        time.sleep(seconds)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(FREED)
+        tmp.replace(path)
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+def test_wait_returns_the_selection_once_memory_frees(run_cli, tmp_path):
+    (tmp_path / "machine.txt").write_text(BUSY)
+    _free_later(tmp_path / "machine.txt", 1.5)
+    start = time.monotonic()
+    r = run_cli("gpus", "--pick", "1", "--min-free", "40GiB", "--wait", "60", machine=BUSY)
+    took = time.monotonic() - start
+    assert r.code == EXIT_OK, r.stderr
+    # the GPU whose memory was freed, by UUID, as --pick prints it; within a poll or two of it freeing
+    assert r.stdout.strip() == "export CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001"
+    assert took < 15
+    assert r.stderr == ""  # no status line in a pipe
+
+
+def test_wait_that_runs_out_says_how_long_and_exits_4(run_cli):
+    start = time.monotonic()
+    r = run_cli("gpus", "--pick", "1", "--min-free", "40GiB", "--wait", "1", machine=BUSY)
+    assert r.code == EXIT_NOT_ENOUGH_GPUS and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert lines[0].startswith("cudadoctor: waited ") and "for 1 GPUs to qualify" in lines[0]
+    assert lines[1].startswith("cudadoctor: only 0 of 2 GPUs qualify, 1 requested")
+    assert time.monotonic() - start < 20
+
+
+def test_wait_without_pick_is_a_usage_error(run_cli):
+    r = run_cli("gpus", "--wait", "5", machine=BUSY)
+    assert r.code == EXIT_USAGE and "--wait go with --pick N" in r.stderr
+
+
+def test_wait_shows_a_status_line_on_a_terminal_and_ctrl_c_is_130(fake_libs, tmp_path):
+    import pty
+
+    path = tmp_path / "m.txt"
+    path.write_text(BUSY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **fake_machine_env(path, [str(fake_libs[0])])}
+    leader, follower = pty.openpty()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "cudadoctor", "gpus", "--pick", "1", "--min-free", "40GiB", "--wait"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+        start_new_session=True,
+    )
+    os.close(follower)
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=15)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert p.returncode == 130 and out == ""
+    text = seen.decode(errors="replace")
+    assert "Waiting for 1 GPUs: 0 of 2 qualify now" in text and "of 3600 s, Ctrl-C to stop" in text
+    assert "Traceback" not in text
+    # nothing is left running: no NVML child of the doctor survives it
+    leftover = subprocess.run(["pgrep", "-s", str(p.pid)], capture_output=True, text=True).stdout.split()
+    assert leftover == []

@@ -29,6 +29,8 @@ from cudadoctor.knowledge.visibility import Visibility, parse
 from cudadoctor.locale import _
 
 NVML_TIMEOUT = 15.0
+WAIT_DEFAULT = 3600.0  # `--pick N --wait` alone: at most an hour, then exit 4 as --pick does
+WAIT_POLL = 2.0  # seconds between NVML queries while waiting (each is one short child)
 
 
 def _json(data: dict, indent: int | None = 2) -> str:
@@ -70,6 +72,16 @@ def _now() -> str:
     help="With --pick: by UUID (order-proof, default) or by index (sets CUDA_DEVICE_ORDER=PCI_BUS_ID).",
 )
 @click.option("--shell", type=click.Choice(SHELLS), default="sh", help="With --pick: the shell syntax (default sh).")
+@click.option(
+    "--wait",
+    type=Seconds(min=0.1),
+    is_flag=False,
+    flag_value=WAIT_DEFAULT,
+    default=None,
+    metavar="[SECONDS]",
+    help=f"With --pick: wait until N GPUs qualify (at most SECONDS, default {WAIT_DEFAULT:g}), then print the "
+    "selection; exit 4 when the time runs out.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output, every field.")
 @click.option("--wide", is_flag=True, help="Every column, whole names and UUIDs, whatever the width.")
 @click.option("--redact", is_flag=True, help="Replace UUIDs and user names (to paste the output somewhere).")
@@ -98,9 +110,14 @@ def gpus(**o: Any) -> None:
     letter, a narrowed PCIe link) is never the one left out.
     """
     if o["pick"] is None and (
-        o["min_free"] is not None or o["max_util"] is not None or o["min_cc"] or o["by"] != "uuid" or o["shell"] != "sh"
+        o["min_free"] is not None
+        or o["max_util"] is not None
+        or o["min_cc"]
+        or o["by"] != "uuid"
+        or o["shell"] != "sh"
+        or o["wait"] is not None
     ):
-        fail(_("--min-free, --max-util, --min-cc, --format and --shell go with --pick N"))
+        fail(_("--min-free, --max-util, --min-cc, --format, --shell and --wait go with --pick N"))
     if o["watch"] is not None and o["pick"] is not None:
         fail(_("--watch shows the table; it does not go with --pick"))
     if o["min_cc"] is not None:
@@ -275,9 +292,12 @@ def run_gpus(
     redact: bool,
     watch: float | None,
     timeout: float = NVML_TIMEOUT,
+    wait: float | None = None,
 ) -> int:
     if watch is not None:
         return _watch(sort_by, reverse, as_json, watch, wide, redact, timeout)
+    if pick is not None and wait is not None:
+        return _wait_for(pick, min_free, max_util, min_cc, by, shell, as_json, redact, wait, timeout)
     if pick is None and not as_json:  # imported while the NVML child (started by __main__) still queries
         import cudadoctor.knowledge.gpu_health
         import cudadoctor.render.gpus_table  # noqa: F401
@@ -341,6 +361,64 @@ def _pick(
         echo("cudadoctor: " + line + (_(" ({why})").format(why=why) if why else ""), err=True)
         return EXIT_NOT_ENOUGH_GPUS
     return EXIT_OK
+
+
+def _qualifying(driver: DriverFacts, n: int, min_free: int | None, max_util: int | None, min_cc: str | None) -> Any:
+    """The selection --pick would make now (among the GPUs CUDA_VISIBLE_DEVICES shows), and from how many."""
+    vis = _visibility(driver)
+    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+    return pick_gpus(candidates, n, min_free, max_util, min_cc), len(candidates)
+
+
+def _wait_for(
+    n: int,
+    min_free: int | None,
+    max_util: int | None,
+    min_cc: str | None,
+    by: str,
+    shell: str,
+    as_json: bool,
+    redact: bool,
+    wait: float,
+    timeout: float,
+) -> int:
+    """`--pick N --wait`: query NVML every few seconds until N GPUs qualify or the time runs out; a status
+    line on a terminal's stderr meanwhile (never in a pipe), then the same output and exit code as --pick."""
+    start = time.monotonic()
+    status = sys.stderr.isatty()
+    width = shutil.get_terminal_size((80, 24)).columns - 1
+
+    def show(text: str) -> None:
+        if status:
+            sys.stderr.write("\r" + text[:width].ljust(width) + "\r")
+            sys.stderr.flush()
+
+    try:
+        while True:
+            driver = snapshot(with_processes=False, timeout=timeout)
+            problem = _problem(driver)
+            if problem is not None and (driver.init_status != "ok" or driver.device_count is None):
+                show("")
+                echo(problem[0], err=True)
+                return problem[1]
+            chosen, count = _qualifying(driver, n, min_free, max_util, min_cc)
+            waited = time.monotonic() - start
+            if chosen.chosen or waited >= wait:
+                show("")
+                if not chosen.chosen:
+                    line = _("waited {seconds} s for {n} GPUs to qualify").format(seconds=f"{waited:.0f}", n=n)
+                    echo("cudadoctor: " + line, err=True)
+                devices = sort_devices(driver.devices, "index", False)
+                return _pick(driver, devices, n, min_free, max_util, min_cc, by, shell, as_json, redact)
+            show(
+                _(
+                    "Waiting for {n} GPUs: {qualified} of {count} qualify now; {waited} of {wait} s, Ctrl-C to stop"
+                ).format(n=n, qualified=chosen.candidates, count=count, waited=f"{waited:.0f}", wait=f"{wait:g}")
+            )
+            time.sleep(max(0.0, min(WAIT_POLL, wait - waited)))
+    except KeyboardInterrupt:
+        show("")
+        return EXIT_INTERRUPTED
 
 
 def _watch(
