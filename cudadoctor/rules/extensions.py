@@ -118,7 +118,7 @@ def rebuild_commands(f: Facts, e: ExtensionFacts, p: ExtensionPackage, ccs: list
     else:
         py = shell.word(python, lead=True) if python else "python"
         line = f"{py} -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
-    line += f"--no-binary {p.name} {shell.word(spec)}"
+    line += f"--no-binary {shell.word(p.name)} {shell.word(spec)}"  # names from a replayed report stay names
     if _windows(f):
         return [f'$env:TORCH_CUDA_ARCH_LIST="{archs}"', line]
     return [f'TORCH_CUDA_ARCH_LIST="{archs}" {line}']
@@ -203,10 +203,11 @@ def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
         python = _python(f, e)
         if install_advice.installer(f) in ("uv", "uv-project"):
             py = shell.word(python) if python else "python"
-            command = f"uv pip install --python {py} --upgrade-package {p.name} {p.name} torch=={installed}"
+            name, pin_here = shell.word(p.name), shell.word(f"torch=={installed}")
+            command = f"uv pip install --python {py} --upgrade-package {name} {name} {pin_here}"
         else:
             py = shell.word(python, lead=True) if python else "python"
-            command = f"{py} -m pip install --upgrade {p.name} {shell.word(f'torch=={installed}')}"
+            command = f"{py} -m pip install --upgrade {shell.word(p.name)} {shell.word(f'torch=={installed}')}"
         out.append(
             OTHER_TORCH.finding(
                 title=f"{_package(p)} was built for torch {pin}, but torch {installed} is installed",
