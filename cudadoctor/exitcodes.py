@@ -7,7 +7,7 @@ report.py, whose enums and dataclasses cost start-up time; report.py names the s
 EXIT_OK = 0  # healthy, or only findings below --fail-on
 EXIT_PROBLEMS = 1  # at least one finding at or above --fail-on
 EXIT_USAGE = 2  # bad options or input
-EXIT_INCOMPLETE = 3  # the doctor could not finish: a probe crashed or timed out, an internal error
+EXIT_INCOMPLETE = 3  # no verdict: a probe crashed or timed out, an internal error; triage: not enough to tell
 EXIT_NOT_ENOUGH_GPUS = 4  # `gpus --pick N`: fewer than N GPUs qualify
 EXIT_HANGUP = 129  # SIGHUP (128 + 1)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)

@@ -377,3 +377,100 @@ def test_conflicting_options_are_a_usage_error(run_cli, args, message):
     assert (r.code, r.stdout, r.stderr) == (EXIT_USAGE, "", message + "\n")
     # the same format twice is no conflict
     assert run_cli("check", "--only", "driver", "--format", "json", "--json", machine=H100_HEALTHY).json
+
+
+# --- unknown is not false: `null` in a saved report, None in a fact ---------------------------------
+
+
+def _null_collections(tp: type, data: dict, keep_items: bool) -> None:
+    """Every list and dict field under `data` set to null (docs/json.md: null means unknown); with
+    `keep_items`, lists of objects stay and the fields inside each item are nulled instead."""
+    import dataclasses
+    import types
+    import typing
+
+    for f in dataclasses.fields(tp):  # type: ignore[arg-type]
+        if not isinstance(data, dict) or data.get(f.name) is None:
+            continue
+        hint = typing.get_type_hints(tp)[f.name]
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        origin = typing.get_origin(hint)
+        if origin is list and keep_items and dataclasses.is_dataclass(item := typing.get_args(hint)[0]):
+            for value in data[f.name]:
+                _null_collections(item, value, keep_items)
+        elif origin in (list, dict):
+            data[f.name] = None
+        elif dataclasses.is_dataclass(hint):
+            _null_collections(hint, data[f.name], keep_items)
+
+
+@pytest.mark.parametrize("keep_items", [False, True], ids=["outer", "inner"])
+def test_from_reads_null_for_every_list_and_mapping(runner, tmp_path, keep_items):
+    """`facts.driver.devices: null` (and every other list or mapping) is unknown, not a format error."""
+    from cudadoctor.facts import Facts
+
+    saved = json.loads((ROOT / "tests" / "fixtures" / "real_gpu_report.json").read_text())
+    _null_collections(Facts, saved["facts"], keep_items)
+    assert saved["facts"]["driver"]["devices"] is None or keep_items
+    path = tmp_path / "nulls.json"
+    path.write_text(json.dumps(saved))
+    for fmt in ("text", "markdown"):
+        r = runner.invoke(cli, ["check", "--from", str(path), "--format", fmt])
+        assert r.exit_code != EXIT_USAGE and "expected a list" not in r.output, r.output
+        assert "Replay of" in r.output if fmt == "text" else "## cudadoctor" in r.output
+        assert not _shows_none(r.output), _shows_none(r.output)
+
+
+def _shows_none(out: str) -> list[str]:
+    """Lines a user reads that show None/null: not the JSON facts a Markdown report folds away (JSON may
+    hold null), not a redirection to /dev/null, not the Python value a page names."""
+    import re
+
+    out = re.sub(r"```json\n.*?\n```", "", out, flags=re.DOTALL)
+    out = out.replace("/dev/null", "").replace("torch.version.cuda is None", "")
+    return [line for line in out.splitlines() if re.search(r"\b(?:None|null)\b", line)]
+
+
+def test_no_example_machine_shows_none(runner, tmp_path):
+    """Every example machine (rules/examples), replayed from its saved report as text and Markdown."""
+    from cudadoctor.render.redact import report_data
+    from cudadoctor.report import build
+    from cudadoctor.rules import evaluate
+    from cudadoctor.rules.examples import machines
+
+    path = tmp_path / "machine.json"
+    for i, facts in enumerate(machines()):
+        path.write_text(json.dumps(report_data(build("check", facts, [], evaluate(facts, [])), False)))
+        for fmt in ("text", "markdown"):
+            r = runner.invoke(cli, ["check", "--from", str(path), "--format", fmt])
+            assert r.exit_code != EXIT_USAGE, (i, r.output)
+            assert not _shows_none(r.output), (i, fmt, _shows_none(r.output))
+
+
+def test_from_never_turns_a_null_list_into_a_finding(runner, tmp_path):
+    """An empty list would state a fact: null GPUs on the bus are not "no NVIDIA GPU" (CD108), and a
+    null process list on a GPU whose memory is in use is not "memory held by hidden processes" (CD147)."""
+    saved = json.loads((ROOT / "tests" / "fixtures" / "real_gpu_report.json").read_text())
+    saved["facts"]["pci"]["nvidia_gpus"] = []
+    saved["facts"]["driver"] = {"binding": "nvidia-ml-py", "library_loaded": False, "init_status": "LIBRARY_NOT_FOUND"}
+    saved["facts"]["platform"] = saved["facts"]["system"]["in_container"] = None  # a host, not a container
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(saved))
+
+    def codes() -> set[str]:
+        data = json.loads(runner.invoke(cli, ["check", "--from", str(path), "--json"]).output)
+        return {f["code"] for f in data["findings"]}
+
+    assert "CD108" in codes()  # an empty bus, read: no GPU
+    saved["facts"]["pci"]["nvidia_gpus"] = None
+    path.write_text(json.dumps(saved))
+    assert "CD108" not in codes()  # a bus whose GPUs are unknown
+    saved = json.loads((ROOT / "tests" / "fixtures" / "real_gpu_report.json").read_text())
+    gpu = saved["facts"]["driver"]["devices"][0]
+    gpu["memory_used"], gpu["processes"], gpu["unsupported"] = 20 << 30, [], {}
+    path.write_text(json.dumps(saved))
+    assert "CD147" in codes()  # 20 GiB in use and no process: a hidden one
+    gpu["processes"] = None
+    path.write_text(json.dumps(saved))
+    assert "CD147" not in codes()

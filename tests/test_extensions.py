@@ -368,3 +368,17 @@ def test_a_rebuild_keeps_the_kernels_of_every_gpu_here(run_cli, built, tmp_path:
     r = run_cli("check", "--json", "--only", "driver,extensions", machine=machine, env=_env(site))
     (f,) = [f for f in r.json["findings"] if f["code"] == "CD240"]
     assert "H100" in f["title"] and f["fix"][0]["commands"][0].startswith('TORCH_CUDA_ARCH_LIST="8.0;9.0" ')
+
+
+def test_a_report_with_null_arch_lists_claims_no_missing_kernels(run_cli, built, tmp_path: Path) -> None:
+    """`null` in a report is unknown (docs/json.md): a library whose lists are null lacks nothing we know of."""
+    site = _install(tmp_path / "site", built["sm80"])
+    saved = tmp_path / "report.json"
+    run_cli("check", "--only", "driver,extensions", "--output", str(saved), machine=H100, env=_env(site))
+    report = json.loads(saved.read_text())
+    lib = report["facts"]["extensions"]["packages"][0]["libraries"][0]
+    lib["sass"] = lib["ptx"] = lib["needed"] = None
+    saved.write_text(json.dumps(report))
+    r = run_cli("check", "--json", "--from", str(saved))
+    assert not {"CD240", "CD241", "CD244"} & set(r.codes()) and "CD243" in r.codes()
+    assert "None" not in run_cli("check", "--from", str(saved)).stdout

@@ -40,6 +40,7 @@ from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, Platfor
 from cudadoctor.knowledge import wheels
 from cudadoctor.report import ProbeOutcome, Severity, Status, build
 from cudadoctor.rules import evaluate
+from cudadoctor.rules.examples import machines as example_machines
 from cudadoctor.rules.requirements import Requirements
 
 GPUS = [
@@ -498,3 +499,34 @@ def test_an_empty_arch_list_reads_as_unknown() -> None:
     said = {f.code for f in evaluate(facts, [])}
     facts.torch.arch_flags = None
     assert "CD206" in said and "CD206" in {f.code for f in evaluate(facts, [])}
+
+
+def shown(findings: list) -> list[str]:
+    """Every text of the findings a user reads: titles, pages, fix labels and commands, table cells."""
+    out = []
+    for f in findings:
+        out += [f.title, f.why.replace("torch.version.cuda is None", "")]  # a Python value, not an unknown
+        out += [x.when for x in f.fix] + [c.replace("/dev/null", "") for x in f.fix for c in x.commands]
+        out += [str(cell) for t in f.tables for row in [t.columns, *t.rows] for cell in row]
+    return out
+
+
+def none_shown(findings: list) -> list[str]:
+    import re
+
+    return [text for text in shown(findings) if re.search(r"\b(?:None|null)\b", text)]
+
+
+@SETTINGS
+@given(machines(), st.data())
+def test_knowing_less_never_shows_none(facts: Facts, data: st.DataObject) -> None:
+    """An unknown fact never reaches a title, a page, a fix or a table as "None" (unknown is not false)."""
+    less = forget(facts, data.draw)
+    assert not none_shown(evaluate(less, [])), none_shown(evaluate(less, []))
+
+
+@SETTINGS
+@given(st.sampled_from(range(len(example_machines()))), st.data())
+def test_an_example_machine_that_knows_less_never_shows_none(index: int, data: st.DataObject) -> None:
+    less = forget(example_machines()[index], data.draw)
+    assert not none_shown(evaluate(less, [])), none_shown(evaluate(less, []))

@@ -5,6 +5,7 @@ Actions recipe's script."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -458,8 +459,22 @@ def test_recipe_script_posts_nothing_for_unrelated_issues(tmp_path):
 
 def test_the_recipe_in_the_docs_runs_the_tested_script():
     doc = (ROOT / "docs" / "triage.md").read_text()
-    assert 'python docs/examples/triage_issue.py "$GITHUB_EVENT_PATH" triage-comment.md' in doc
+    # the workflow keeps this repository at tools/cudadoctor: the script it runs is the one tested above
+    run = 'python tools/cudadoctor/docs/examples/triage_issue.py "$GITHUB_EVENT_PATH" triage-comment.md'
+    assert run in doc and (ROOT / run.split()[1].removeprefix("tools/cudadoctor/")).is_file()
     assert "github.event.issue.body" not in doc  # untrusted text never reaches a shell line
+
+
+def test_the_recipe_installs_cudadoctor_from_its_source():
+    """cudadoctor is on no index: `pip install cudadoctor` would fail (or install someone else's
+    package). The workflow installs the checkout it keeps beside the project, a project pip can
+    install (a pyproject.toml that names cudadoctor)."""
+    doc = (ROOT / "docs" / "triage.md").read_text()
+    runs = [line.strip() for line in doc.splitlines() if line.strip().startswith("- run: pip install")]
+    assert runs == ["- run: pip install ./tools/cudadoctor"]
+    assert "submodules: true" in doc
+    assert 'name = "cudadoctor"' in (ROOT / "pyproject.toml").read_text()
+    assert "`pip install .` in a checkout" in doc and "git+" in doc  # anywhere else
 
 
 def test_secrets_in_a_paste_never_reach_the_report():
@@ -517,3 +532,105 @@ def test_a_healthy_h100_collect_env_does_not_claim_zero_gpus():
     ok = next(f for f in rep.findings if f.code == "CD200")
     assert ok.title == "torch 2.11.0+cu130 (CUDA 13.0) can use CUDA: torch.cuda.is_available() is True"
     assert rep.status is Status.HEALTHY
+
+
+# --- unknown is not false, in what the user reads ---------------------------------------------------
+
+# A Python value the page names, not an unknown fact: a CPU-only build's torch.version.cuda is None.
+PYTHON_NONE = "torch.version.cuda is None"
+
+
+def shown_text(out: str) -> str:
+    """What a user reads: the report without the JSON facts a Markdown reply folds away (JSON may hold
+    null for an unknown) and without shell redirections to /dev/null."""
+    out = re.sub(r"```json\n.*?\n```", "", out, flags=re.DOTALL)
+    return out.replace("/dev/null", "").replace(PYTHON_NONE, "")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_output_shows_none_for_an_unknown(name, fmt):
+    r = cli(str(CORPUS / name), "--format", fmt)
+    out = shown_text(r.stdout.decode())
+    assert out.strip() and not re.findall(r".{0,40}\b(?:None|null)\b.{0,20}", out)
+
+
+def test_a_driver_the_paste_does_not_show_is_not_none():
+    """nvidia-smi -L lists GPUs but not the driver: CD100 names the GPUs, and no version."""
+    out = cli(str(CORPUS / "nvidia_smi_L_and_nvcc.txt")).stdout.decode()
+    assert "CD100 NVIDIA driver, 2 GPUs: NVIDIA RTX A6000" in out
+    out = cli(str(CORPUS / "accelerate_env.txt")).stdout.decode()
+    assert "CD200 torch 2.4.1+cu121 uses 1 GPU: NVIDIA A10G" in out  # not "(CUDA None) uses 0 GPUs"
+
+
+NO_KERNEL = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+SMI_535 = "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+
+
+def test_an_install_fix_claims_only_what_the_paste_shows():
+    """Without the driver, GPUs and environment, no install command is guessed: the fix says what is
+    unknown (knowing less never changes an install command into another one); never "fits this driver"."""
+    unknown = " ".join(
+        cli(stdin=("torch                     2.5.1+cu124\n" + NO_KERNEL).encode()).stdout.decode().split()
+    )
+    assert "Install a build" in unknown and "fits this driver" not in unknown
+    assert "which build fits is not known (the OS and CPU architecture; the NVIDIA driver's version" in unknown
+    assert "pip install" not in unknown and "run every check to see it." in unknown  # no colon: no command follows
+    rtx5090 = " ".join(cli(str(CORPUS / "arch_not_in_build_rtx5090.txt")).stdout.decode().split())
+    assert "No torch 2.5 build has kernels for it; torch 2.7 and newer do" in rtx5090
+    assert "fits this driver" not in rtx5090
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        # `pip list | grep torch`: no header, columns aligned by spaces
+        "torch                     2.5.1+cu124\ntorchvision               0.20.1+cu124\n",
+        "$ pip list | grep -i torch\ntorch                     2.5.1+cu124\n",
+        # Windows: `pip list | findstr torch`, CRLF line ends
+        "C:\\> pip list | findstr torch\r\ntorch                     2.5.1+cu124\r\n",
+        # the same lines with the header pip prints
+        "Package                   Version\n------------------------- ------------\n"
+        "torch                     2.5.1+cu124\n",
+        # an editable install adds its location
+        "torch                     2.5.1+cu124   /home/me/src/pytorch\n",
+        # the nvidia-* wheels a PyPI torch brings, listed beside it
+        "nvidia-cudnn-cu12         9.1.0.70\ntorch                     2.5.1+cu124\n",
+    ],
+)
+def test_pip_list_grep_lines_are_read(listing):
+    out = cli(stdin=listing.encode()).stdout.decode()
+    head = out.split("\n", 2)
+    assert head[0] == "Found in the paste: pip list", out
+    assert head[1].strip() == "torch version 2.5.1+cu124; torch built for CUDA 12.4"
+
+
+def test_prose_that_names_torch_is_not_a_pip_list():
+    r = cli(stdin=b"torch 2.5 is what we use here\nnvidia-smi 535.104\n")
+    assert r.returncode == 2 and b"nothing to diagnose" in r.stderr
+
+
+def test_the_where_column_keeps_the_line_when_it_is_cut():
+    """At 80 columns the table is cut; each fact still says which line of the paste it came from."""
+    out = cli(str(CORPUS / "collect_env_2.11_real_h100.txt")).stdout.decode()
+    table = out[out.index("CD900") :].split("\n")[2:16]
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert all(re.search(r"line \d+ of ", line) for line in table), table
+
+
+def test_every_exit_code_means_one_thing_in_every_doc():
+    """Not enough to tell is 3, no verdict, like an incomplete check: the docs say so, and triage does it."""
+    r = cli(stdin=paste("only_torch_version.txt").encode())
+    assert r.returncode == 3 and b"NOT ENOUGH TO TELL" in r.stdout
+    assert cli(str(CORPUS / "driver_too_old_smi_pip.txt")).returncode == 1
+    assert cli(stdin=b"hello").returncode == 2
+    codes = (ROOT / "docs" / "exit-codes.md").read_text()
+    row3 = next(line for line in codes.splitlines() if line.startswith("| 3 |"))
+    assert "No verdict" in row3 and "NOT ENOUGH TO TELL" in row3 and "`triage`" in row3
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "3 no verdict" in readme and "`triage`'s paste does not show enough" in readme
+    triage_doc = (ROOT / "docs" / "triage.md").read_text()
+    row = next(line for line in triage_doc.splitlines() if line.startswith("| 3 |"))
+    assert "NOT ENOUGH TO TELL" in row
+    help_text = " ".join(cli("--help").stdout.decode().split())
+    assert "3 not enough to tell" in help_text

@@ -39,8 +39,8 @@ def read_library(relative: str, path: str) -> ExtensionLibrary | None:
         archs = read_archs(path)
     except NotElf:
         return None  # a Windows .pyd (PE) or a Mach-O: no ELF fatbin to read
-    if archs is None:
-        return None
+    if archs is None or not (archs.sass or archs.ptx or archs.error):
+        return None  # no device code (an empty fat binary launches nothing)
     lib = ExtensionLibrary(relative, archs.sass, archs.ptx, error=archs.error)
     try:
         links = read_links(path)

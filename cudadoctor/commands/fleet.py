@@ -245,7 +245,7 @@ def worker_args(ctx: click.Context) -> list[str]:
         if param.is_flag:
             out += [flag] if value else []
         elif value is not None:
-            out.append(f"{flag}={_option_text(value)}")
+            out.append(f"{flag}={_option_text(value, param.callback is size_option)}")
     if ctx.find_root().get_parameter_source("lang") is click.core.ParameterSource.COMMANDLINE:
         from cudadoctor.locale import current
 
@@ -253,7 +253,11 @@ def worker_args(ctx: click.Context) -> list[str]:
     return out
 
 
-def _option_text(value: Any) -> str:
+def _option_text(value: Any, size: bool = False) -> str:
+    if size and isinstance(value, int):
+        from cudadoctor.knowledge.units import exact_size
+
+        return exact_size(value)  # a size with its unit: a bare number is refused as bytes-by-accident
     return repr(value) if isinstance(value, float) else str(value)
 
 

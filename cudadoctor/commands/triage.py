@@ -123,11 +123,11 @@ def emit(rep: Report, paste: Paste, fmt: str, redact: bool, verbose: bool) -> No
         echo(json.dumps(data, indent=2))
         return
     if fmt == "markdown":
-        # the pasted machine's interpreter path and host name are not in a paste: no "None" cells
+        # a paste seldom shows the host name or the Python: no rows that only say "unknown"
         body = [
-            line.replace(" `None`", "")
+            line
             for line in markdown.render(data).split("\n")
-            if line.strip() not in ("| Host | None |", "| Python | None |")
+            if line.strip() not in ("| Host | unknown |", "| Python | unknown |")
         ]
         lead = ["", _("**Triage of the pasted output.** {found}.").format(found=header(paste)[0]), ""]
         lead += [f"- {line.strip()}" for line in header(paste)[1:]]
@@ -160,6 +160,6 @@ def triage(file: str | None, fmt: str, as_json: bool, redact: bool, verbose: boo
 
     Reads FILE, or stdin when FILE is - or missing. Facts the paste does not show stay unknown; the
     report ends with the commands to ask for. --format markdown is a reply ready to post.
-    Exit codes as for check; 2 when the text has nothing to diagnose.
+    Exit codes as for check: 0 healthy, 1 problems, 2 nothing to diagnose, 3 not enough to tell.
     """
     run_command(run_triage, file, fmt, as_json, redact, verbose)

@@ -67,11 +67,17 @@ def from_jsonable(tp: Any, data: Any, where: str = "$") -> Any:
             raise FormatError(f"{where}: expected an object")
         hints, fields = _shape(tp)
         kwargs = {}
+        unknown = []
         for f in fields:
-            if f.name in data:
+            if f.name in data and data[f.name] is None and _collection(hints[f.name], f):
+                unknown.append(f.name)  # `null` means unknown (docs/json.md): read as empty, said below
+            elif f.name in data:
                 kwargs[f.name] = from_jsonable(hints[f.name], data[f.name], f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise FormatError(f"{where}: missing field {f.name!r}")
+        for name in unknown:
+            for key, value in NULL_MEANS.get((tp.__name__, name), {}).items():
+                kwargs[key] = {**kwargs[key], **value} if isinstance(value, dict) and key in kwargs else value
         return tp(**kwargs)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
@@ -85,6 +91,19 @@ def from_jsonable(tp: Any, data: Any, where: str = "$") -> Any:
             raise FormatError(f"{where}: expected {tp.__name__}, got {type(data).__name__}")
         return data
     raise FormatError(f"{where}: cannot read type {tp!r}")
+
+
+# Where an empty list would state a fact, a null one says it is unknown the way the dataclass can:
+# GPUs on a bus nobody read, a process list NVML did not give.
+NULL_MEANS: dict[tuple[str, str], dict[str, Any]] = {
+    ("PciFacts", "nvidia_gpus"): {"scanned": False},
+    ("NvmlDevice", "processes"): {"unsupported": {"compute_processes": "unknown", "graphics_processes": "unknown"}},
+}
+
+
+def _collection(tp: Any, f: dataclasses.Field) -> bool:
+    """A list or dict field that cannot hold None but has an empty default: what `null` reads as."""
+    return typing.get_origin(tp) in (list, dict) and f.default_factory is not dataclasses.MISSING
 
 
 # A report is a few hundred KB; anything this deep or large is not one of ours.

@@ -23,6 +23,8 @@ TEMPLATES: tuple[str, ...] = (
     N_("NVIDIA driver {version} (supports CUDA up to {cuda}), 1 GPU: {names}"),
     N_("NVIDIA driver {version}, {count} GPUs: {names}"),
     N_("NVIDIA driver {version}, 1 GPU: {names}"),
+    N_("NVIDIA driver, {count} GPUs: {names}"),  # a paste that shows the GPUs but not the driver
+    N_("NVIDIA driver, 1 GPU: {names}"),
     N_("{count} NVIDIA GPUs on the PCI bus, but no NVIDIA driver"),
     N_("1 NVIDIA GPU on the PCI bus, but no NVIDIA driver"),
     N_("NVML failed to initialise: {status} ({message})"),
@@ -42,6 +44,9 @@ TEMPLATES: tuple[str, ...] = (
     N_("torch {version} (CUDA {cuda}) uses 1 GPU: {names}"),
     N_("torch {version} (CUDA {cuda}) can use CUDA: torch.cuda.is_available() is True"),
     N_("torch {version} (CUDA {cuda}, cuDNN {cudnn}) can use CUDA: torch.cuda.is_available() is True"),
+    N_("torch {version} uses {count} GPUs: {names}"),  # a paste that does not show torch's CUDA
+    N_("torch {version} uses 1 GPU: {names}"),
+    N_("torch {version} can use CUDA: torch.cuda.is_available() is True"),
     N_("Copy bandwidth, GB/s and % of PCIe link (median of {size} MiB copies)"),
     N_("torch {version} is a CPU-only build, but this machine has an NVIDIA GPU"),
     N_("torch {version} is a CPU-only build, and there is no NVIDIA GPU to use"),
@@ -374,6 +379,14 @@ LABELS: tuple[str, ...] = (
     N_("install NVIDIA driver {need} or newer on Windows (WSL uses the Windows driver; never install one inside WSL)"),
     N_("torch {version} {variant}: fits this driver and every GPU"),
     N_("torch {version} {variant}: no build of torch {release} fits this driver and these GPUs as well"),
+    # what the advice claims where the driver or the GPUs are unknown (a paste): parts joined by "; "
+    N_("torch {version} {variant}: fits this driver"),
+    N_("the GPUs are unknown"),
+    N_("torch {version} {variant}: has kernels for every GPU"),
+    N_("whether this driver runs it is unknown"),
+    N_("torch {version} {variant}: the driver and the GPUs are unknown"),
+    N_("torch {version} {variant}: no build of torch {release} has kernels for these GPUs"),
+    N_("torch {version} {variant}: no build of torch {release} fits this driver"),
     N_("runs through PTX JIT only"),
     # no install command while what it is computed from is unknown (rules/install_advice.unknown_inputs)
     N_("{label}: which build fits is not known ({unknown}); run every check to see it"),

@@ -6,9 +6,12 @@ from cudadoctor.locale import _
 LANGUAGE_NAMES = {"powershell": "PowerShell", "python": "Python", "toml": "TOML", "yaml": "YAML"}
 
 
-def fix_heading(when: str, lang: str) -> str:
+def fix_heading(when: str, lang: str, commands: bool = True) -> str:
     """ "Fix — WHEN:", naming the language when the lines are not for a POSIX shell (Python code pasted
-    into a terminal fails, and so do shell lines pasted into a script)."""
+    into a terminal fails, and so do shell lines pasted into a script); "Fix — WHEN." when no command
+    follows (a colon would promise one)."""
+    if not commands:
+        return _("Fix — {when}.").format(when=when.rstrip("."))
     name = LANGUAGE_NAMES.get(lang)
     if name is None:
         return _("Fix — {when}:").format(when=when)

@@ -30,5 +30,5 @@ def _fix_lines(f: Finding) -> list[str]:
     out = []
     for rem in f.fix:
         if rem.commands:
-            out += [fix_heading(rem.when, rem.lang), *(f"    {c}" for c in rem.commands)]
+            out += [fix_heading(rem.when, rem.lang, bool(rem.commands)), *(f"    {c}" for c in rem.commands)]
     return out

@@ -49,8 +49,11 @@ def render(data: dict) -> str:
         lines += [
             "| | |",
             "|---|---|",
-            f"| OS | {system.get('os_release') or system.get('os')} ({system.get('machine') or 'unknown'}) |",
-            f"| Python | {system.get('python_version') or 'unknown'} `{system.get('python_executable') or '?'}` |",
+            f"| OS | {system.get('os_release') or system.get('os') or 'unknown'} "
+            f"({system.get('machine') or 'unknown'}) |",
+            f"| Python | {system.get('python_version') or 'unknown'}"
+            + (f" `{system['python_executable']}`" if system.get("python_executable") else "")
+            + " |",
             f"| Host | {system.get('hostname') or 'unknown'} |",
             "",
         ]
@@ -67,7 +70,7 @@ def render(data: dict) -> str:
                 lines.append(f"  - {f['why']}")
             for rem in f["fix"]:
                 lang = rem.get("lang") or language(rem["commands"])  # a report saved before fixes said
-                lines.append("  - " + fix_heading(rem["when"], lang))
+                lines.append("  - " + fix_heading(rem["when"], lang, bool(rem.get("commands"))))
                 lines += ["", f"    ```{lang}", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
         lines.append("")
     lines += [

@@ -124,7 +124,7 @@ def _finding(w: _Writer, f: Finding) -> None:
     if f.why:
         w.para(f.why, 6, "dim")
     for rem in f.fix:
-        w.para(fix_heading(rem.when, rem.lang), 6, "bold", hang=2)
+        w.para(fix_heading(rem.when, rem.lang, bool(rem.commands)), 6, "bold", hang=2)
         for cmd in rem.commands:
             w.line(f"          {cmd}", command=True)  # commands are never wrapped: they must paste as they are
 

@@ -202,7 +202,7 @@ def finding_lines(findings: list[Finding], unicode: bool = True, width: int = WI
         if f.why:
             lines.extend(_wrap(f.why, width, " " * 6, " " * 6))
         for rem in f.fix:
-            lines.extend(_wrap(fix_heading(rem.when, rem.lang), width, " " * 6, " " * 8))
+            lines.extend(_wrap(fix_heading(rem.when, rem.lang, bool(rem.commands)), width, " " * 6, " " * 8))
             lines.extend(" " * 10 + c for c in rem.commands)  # commands are never wrapped: they must paste
     return lines
 

@@ -84,6 +84,11 @@ def entry(
     return e
 
 
+def named(thing: str, value: object) -> str:
+    """ "torch 2.5.1", or "torch" alone where the value is unknown: a title never shows None."""
+    return thing if value is None or value == "" else f"{thing} {value}"
+
+
 def fix(when: str, *commands: str, lang: str = "") -> Fix:
     """`lang`: what the lines are (report.FIX_LANGUAGES); left out, report.language tells it from them."""
     return Fix(when=when, commands=list(commands), lang=lang)

@@ -8,7 +8,7 @@ from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.report import Finding, Fix, Severity, plural
 from cudadoctor.rules import containers, health, kernel_module, wsl
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.driver import CONTAINER_FIX
 
 LIBCUDA_OK = entry(
@@ -134,15 +134,17 @@ def evaluate(f: Facts) -> list[Finding]:
     if c.init_result == 0:
         return [
             LIBCUDA_OK.finding(
-                title=f"libcuda {cuda_int_to_str(c.driver_version) or ''} at {c.library_path}: cuInit ok, "
-                f"{plural(c.device_count, 'device')}",
+                title=named("libcuda", cuda_int_to_str(c.driver_version))
+                + (f" at {c.library_path}" if c.library_path else "")
+                + ": cuInit ok"
+                + (f", {plural(c.device_count, 'device')}" if c.device_count is not None else ""),
             )
         ]
     name, meaning = CU_INIT_ERRORS.get(c.init_result, (c.init_error_name or f"CUresult {c.init_result}", ""))
     if c.init_result == 34:
         return [
             STUB_LIBCUDA.finding(
-                title=f"{STUB_LIBCUDA.summary}: {c.library_path}",
+                title=STUB_LIBCUDA.summary + (f": {c.library_path}" if c.library_path else ""),
                 fix=[
                     fix(
                         "Take the stubs directory off the library path",

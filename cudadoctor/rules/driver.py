@@ -9,7 +9,7 @@ from cudadoctor.knowledge.driver_install import SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.report import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules import containers, kernel_module, wsl
-from cudadoctor.rules.catalogue import CATALOGUE, entry, fix
+from cudadoctor.rules.catalogue import CATALOGUE, entry, fix, named
 
 DRIVER_OK = entry(
     "CD100",
@@ -408,11 +408,11 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
             )
         )
     else:
-        names = sorted({dev.name or "unknown GPU" for dev in d.devices})
+        names = ", ".join(sorted({dev.name or "unknown GPU" for dev in d.devices}))
         out.append(
             DRIVER_OK.finding(
-                title=f"NVIDIA driver {d.driver_version}{f' (supports CUDA up to {cuda})' if cuda else ''}, "
-                f"{plural(d.device_count, 'GPU')}: {', '.join(names)}",
+                title=f"{named('NVIDIA driver', d.driver_version)}{f' (supports CUDA up to {cuda})' if cuda else ''}, "
+                f"{plural(d.device_count, 'GPU')}" + (f": {names}" if names else ""),
             )
         )
     for dev in d.devices:
@@ -428,7 +428,7 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
     if d.missing_functions:
         out.append(
             NVML_OLD_DRIVER.finding(
-                title=f"Driver {d.driver_version} lacks NVML functions: {', '.join(d.missing_functions)}",
+                title=f"{named('Driver', d.driver_version)} lacks NVML functions: {', '.join(d.missing_functions)}",
                 fix=[fix("Upgrade the driver (details are then complete)", *_driver_upgrade(f))],
             )
         )

@@ -171,12 +171,14 @@ def _follows_torch(f: Facts, p: ExtensionPackage, cc: str, worst: str) -> bool:
 def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> list[Finding]:
     out: list[Finding] = []
     for p in e.packages:
+        # a library with neither cubins nor PTX launches nothing (or its lists are unknown: `null` in a report)
+        libs = [lib for lib in p.libraries if lib.sass or lib.ptx]
         for name, cc in gpus:
-            how = {lib.path: wheels.coverage([*lib.sass, *lib.ptx], cc) for lib in p.libraries}
+            how = {lib.path: wheels.coverage([*lib.sass, *lib.ptx], cc) for lib in libs}
             if any(v is None for v in how.values()):
                 continue  # an unreadable capability: nothing to say
-            missing = [lib for lib in p.libraries if how[lib.path] == "none"]
-            jit = [lib for lib in p.libraries if how[lib.path] == "ptx"]
+            missing = [lib for lib in libs if how[lib.path] == "none"]
+            jit = [lib for lib in libs if how[lib.path] == "ptx"]
             worst = missing or jit
             if not worst or _follows_torch(f, p, cc, "none" if missing else "ptx"):
                 continue

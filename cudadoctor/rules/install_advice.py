@@ -21,6 +21,11 @@ class DriverView:
     version: str | None
     windows: bool
 
+    @property
+    def known(self) -> bool:
+        """Whether anything is known of the driver: an unknown one runs every build (see runs)."""
+        return self.cuda is not None or self.version is not None
+
     def runs(self, cuda: tuple[int, int]) -> str | None:
         """ "full", "minor" (minor-version compatibility) or None when the driver cannot run it."""
         if self.cuda is not None:
@@ -450,6 +455,22 @@ def environment_unknowns(f: Facts) -> list[str]:
     return missing
 
 
+def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_known: bool) -> str:
+    """Why this build: it claims only what is known, since an unknown driver or GPU rules nothing out."""
+    if installed_release:
+        return {
+            (True, True): "fits this driver and every GPU",
+            (True, False): "fits this driver; the GPUs are unknown",
+            (False, True): "has kernels for every GPU; whether this driver runs it is unknown",
+            (False, False): "the driver and the GPUs are unknown",
+        }[driver_known, gpus_known]
+    if not driver_known:
+        return f"no build of torch {release} has kernels for these GPUs"
+    if not gpus_known:
+        return f"no build of torch {release} fits this driver"
+    return f"no build of torch {release} fits this driver and these GPUs as well"
+
+
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
 # inside a release, full driver compatibility before minor-version compatibility, then the newest CUDA.
 def advise(f: Facts) -> Advice:
@@ -481,11 +502,7 @@ def advise(f: Facts) -> Advice:
                 continue
             v, _compat = max(fitting, key=lambda vc: (vc[1] == "full", vc[0].cuda))
             version = _patch_version(rel, installed)
-            why = (
-                "fits this driver and every GPU"
-                if rel == release
-                else (f"no build of torch {release} fits this driver and these GPUs as well")
-            )
+            why = _fits_why(rel == release, release, drv.known, bool(ccs))
             if not cubin:
                 why += "; runs through PTX JIT only"
             reasons = gpu_reasons(f, rel)  # about the release this advice installs

@@ -15,7 +15,7 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.versions import parse_version
 from cudadoctor.report import Finding, Fix, Severity, Table
 from cudadoctor.rules import install_advice, shell
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.torch_build import CUDNN_SHADOWED
 
 SECTION = "CUDA libraries"
@@ -178,9 +178,9 @@ def _where(lib: LoadedLibrary) -> str:
         "wheel": f"wheel {lib.package}" if lib.package else "wheel (site-packages/nvidia)",
         "torch": "torch/lib",
         "env": "this environment",
-        "ld_library_path": f"LD_LIBRARY_PATH {lib.via}",
-        "cuda_toolkit": f"CUDA toolkit {lib.via}",
-        "conda": f"another conda env {lib.via}",
+        "ld_library_path": named("LD_LIBRARY_PATH", lib.via),
+        "cuda_toolkit": named("CUDA toolkit", lib.via),
+        "conda": named("another conda env", lib.via),
         "system": "system library path",
     }.get(lib.origin, "elsewhere")
 
@@ -422,7 +422,7 @@ def _old_toolkit(f: Facts, lf: LibraryFacts) -> list[Finding]:
         out.append(
             OLD_TOOLKIT_PATH.finding(
                 title=f"LD_LIBRARY_PATH has CUDA {version} ({directory}); "
-                f"torch {t.version} is built with CUDA {t.cuda}",
+                f"{named('torch', t.version)} is built with CUDA {t.cuda}",
                 severity=Severity.INFO if unsure else OLD_TOOLKIT_PATH.severity,
                 fix=[
                     fix(
@@ -477,7 +477,7 @@ def _companions(f: Facts, lf: LibraryFacts) -> list[Finding]:
     names = " and ".join(c.package for c in bad)
     return [
         COMPANION.finding(
-            title=f"{names} {'do' if len(bad) > 1 else 'does'} not match torch {t.version}",
+            title=f"{names} {'do' if len(bad) > 1 else 'does'} not match {named('torch', t.version)}",
             fix=[fix("Install the matching pair from the same index", *install_advice.companion_commands(f, bad))],
             tables=[Table(["Package", "Installed", "Built for torch", f"Pairs with {t.version}"], rows)],
         )
@@ -505,14 +505,15 @@ def _conda(f: Facts, lf: LibraryFacts) -> list[Finding]:
             steps = [f"{tool} remove -p {shell.word(m.prefix or '')} -y {names}", *install]
         out.append(
             CONDA_CPU.finding(
-                title=f"{' and '.join(m.cpuonly)} installed in {m.prefix}",
+                title=f"{' and '.join(m.cpuonly)} installed" + (f" in {m.prefix}" if m.prefix else ""),
                 fix=[fix(label, *steps)],
             )
         )
     if m.pytorch_channel:
         out.append(
             CONDA_CHANNEL.finding(
-                title=f"torch in {m.prefix} comes from the pytorch conda channel, which has no release after 2.5",
+                title=f"torch{f' in {m.prefix}' if m.prefix else ''} comes from the pytorch conda channel, "
+                "which has no release after 2.5",
                 fix=[
                     fix("Move to conda-forge's pytorch-gpu", *steps)
                     if (steps := install_advice.conda_forge_commands(f))
@@ -532,7 +533,7 @@ def _jetson(f: Facts, lf: LibraryFacts) -> list[Finding]:
         return []
     return [
         JETSON.finding(
-            title=f"torch {t.version} on a Jetson ({lf.jetson}) cannot use its GPU",
+            title=f"{named('torch', t.version)} on a Jetson ({lf.jetson}) cannot use its GPU",
             why=f"{JETSON.explanation} {wheels.platform_note('Linux', 'aarch64', jetson=True)}",
             fix=[
                 fix(
@@ -698,13 +699,15 @@ def import_failure_detail(f: Facts) -> tuple[str, str, list[Fix]] | None:
     fixes: list[Fix] = []
     if failure.kind == "undefined_symbol":
         fam = failure.family or "another library"
-        title = f"{failure.library or 'a library'}: undefined symbol {failure.symbol}"
+        title = f"{failure.library or 'a library'}: {named('undefined symbol', failure.symbol)}"
         if failure.loaded_instead:
             title += f" ({fam} loaded from {failure.loaded_instead})"
-        why = f"{failure.library or 'A library'} needs {failure.symbol} from {fam}"
+        why = f"{failure.library or 'A library'} needs {failure.symbol or 'a symbol'} from {fam}"
         if failure.loaded_instead:
             why += (
-                f", but the {fam} that was loaded is {failure.loaded_instead} ({failure.loaded_origin}), "
+                f", but the {fam} that was loaded is {failure.loaded_instead}"
+                + (f" ({failure.loaded_origin})" if failure.loaded_origin else "")
+                + ", "
                 "not the one it was built with."
             )
             if failure.loaded_origin == "ld_library_path":

@@ -173,10 +173,11 @@ def _link(f: Facts) -> list[Finding]:
     out = []
     for d in f.driver.devices:
         if d.pcie_width_current and d.pcie_width_max and d.pcie_width_current < d.pcie_width_max:
+            gens = d.pcie_gen_current and d.pcie_gen_max
             out.append(
                 LINK_DOWN.finding(
-                    title=f"GPU {d.index} ({d.name}) PCIe link x{d.pcie_width_current} of x{d.pcie_width_max} "
-                    f"(Gen{d.pcie_gen_current} of Gen{d.pcie_gen_max})",
+                    title=f"GPU {d.index}{f' ({d.name})' if d.name else ''} PCIe link x{d.pcie_width_current} of "
+                    f"x{d.pcie_width_max}" + (f" (Gen{d.pcie_gen_current} of Gen{d.pcie_gen_max})" if gens else ""),
                     fix=[
                         fix(
                             "Compare with the link under load, then reseat the card or check the slot and BIOS",

@@ -9,7 +9,7 @@ from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.report import Finding, Fix, Severity, plural
 from cudadoctor.rules import shell
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.driver import GPU_LOST, gpu_presence
 from cudadoctor.rules.install_advice import (
     Advice,
@@ -338,7 +338,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if t.hip:
         out.append(
             ROCM_BUILD.finding(
-                title=f"torch {t.version} is a ROCm {t.hip} build", fix=_advice_fix(advise(f), "Install a CUDA build")
+                title=f"{_name(t)} is a ROCm {t.hip} build", fix=_advice_fix(advise(f), "Install a CUDA build")
             )
         )
         return out
@@ -379,40 +379,42 @@ def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
             why += " " + note
         return [
             CPU_ONLY.finding(
-                title=f"torch {t.version} is a CPU-only build, but this machine has an NVIDIA GPU",
+                title=f"{_name(t)} is a CPU-only build, but this machine has an NVIDIA GPU",
                 why=why,
                 fix=_advice_fix(advice, "Install the CUDA build for this driver"),
             )
         ]
     if f.system is not None and f.system.os == "Darwin":
         return [
-            CPU_NO_GPU.finding(
-                title=f"torch {t.version} on macOS: MPS {'available' if t.mps_available else 'not available'}"
-            )
+            CPU_NO_GPU.finding(title=f"{_name(t)} on macOS: MPS {'available' if t.mps_available else 'not available'}")
         ]
     if gpu_presence(f) is None:
         return [
             CPU_NO_GPU.finding(
-                title=f"torch {t.version} is a CPU-only build; whether this machine has an NVIDIA GPU is unknown",
+                title=f"{_name(t)} is a CPU-only build; whether this machine has an NVIDIA GPU is unknown",
                 why="The driver and PCI checks did not run or did not finish, so the doctor cannot tell whether "
                 "a CUDA build would help here.",
             )
         ]
-    return [CPU_NO_GPU.finding(title=f"torch {t.version} is a CPU-only build, and there is no NVIDIA GPU to use")]
+    return [CPU_NO_GPU.finding(title=f"{_name(t)} is a CPU-only build, and there is no NVIDIA GPU to use")]
+
+
+def _name(t: TorchFacts) -> str:
+    """ "torch 2.5.1+cu124", or "torch" where a paste did not show the version."""
+    return named("torch", t.version)
 
 
 def _torch_ok(t: TorchFacts) -> Finding:
-    names = ", ".join(sorted({d.name or "?" for d in t.devices})) or "no devices"
+    names = ", ".join(sorted({d.name or "?" for d in t.devices}))
     cudnn = cudnn_int_to_str(t.cudnn_version)
+    built = ", ".join(x for x in (named("CUDA", t.cuda), named("cuDNN", cudnn)) if x not in ("CUDA", "cuDNN"))
+    torch = named("torch", t.version) + (f" ({built})" if built else "")
     if t.device_count is None and not t.devices:
         # a paste (collect_env) says CUDA is available but not which devices torch sees: unknown, not zero
-        return TORCH_OK.finding(
-            title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) can use CUDA: "
-            "torch.cuda.is_available() is True"
-        )
+        return TORCH_OK.finding(title=f"{torch} can use CUDA: torch.cuda.is_available() is True")
     return TORCH_OK.finding(
-        title=f"torch {t.version} (CUDA {t.cuda}{', cuDNN ' + cudnn if cudnn else ''}) uses "
-        f"{plural(t.device_count or 0, 'GPU')}: {names}",
+        title=f"{torch} uses {plural(t.device_count if t.device_count is not None else len(t.devices), 'GPU')}"
+        + (f": {names}" if names else ""),
     )
 
 
@@ -434,7 +436,7 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
             label, upgrade = driver_upgrade_fix(f, need or "")
             out.append(
                 DRIVER_TOO_OLD.finding(
-                    title=f"torch {t.version} needs CUDA {t.cuda}; driver {drv.version} supports CUDA up to {have}",
+                    title=f"{_name(t)} needs CUDA {t.cuda}; {named('driver', drv.version)} supports CUDA up to {have}",
                     fix=[
                         fix(f"{label}: CUDA {t.cuda}", *upgrade),
                         *_advice_fix(advice, "Or install the build this driver runs")[:1],
@@ -497,7 +499,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
         if how == "ptx":
             out.append(
                 PTX_ONLY.finding(
-                    title=f"torch {t.version} runs on {label} only through PTX JIT",
+                    title=f"{_name(t)} runs on {label} only through PTX JIT",
                     why=f"{PTX_ONLY.explanation} {targets} {where}".strip(),
                     fix=fixes,
                 )
@@ -505,7 +507,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
         elif same or newer:
             out.append(
                 ARCH_UNSUPPORTED.finding(
-                    title=f"torch {t.version} has no kernels for {label}",
+                    title=f"{_name(t)} has no kernels for {label}",
                     why=f"{ARCH_UNSUPPORTED.explanation} {targets} {where}",
                     fix=fixes,
                 )
@@ -551,7 +553,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
         )
         out.append(
             CUDNN_PROBLEM.finding(
-                title=f"torch {t.version} finds no cuDNN" if t.version else "torch finds no cuDNN",
+                title=f"{_name(t)} finds no cuDNN",
                 fix=[fix("Install the wheel's cuDNN again", *again)] if again else [],
             )
         )

@@ -150,7 +150,7 @@ def _mig(f: Facts) -> list[Finding]:
             n = f"{plural(len(uuids), 'instance')}"
             out.append(
                 MIG.finding(
-                    title=f"GPU {d.index} ({d.name}) is in MIG mode with {n}",
+                    title=f"GPU {d.index}{f' ({d.name})' if d.name else ''} is in MIG mode with {n}",
                     fix=[fix("Give each process one instance", f"export CUDA_VISIBLE_DEVICES={uuids[0]}")]
                     if uuids
                     else [],

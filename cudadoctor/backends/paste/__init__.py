@@ -131,7 +131,8 @@ def _merge(partials: list[Partial]) -> Facts:
             values[key] = value
             w = part.where.get(key, "")
             shown = mask_secrets(_show(key, value))
-            seen.append(PasteSeen(LABELS.get(key, key), shown, f"{part.format}, {w}" if w else part.format))
+            # the line first: it identifies the fact, so a table cut to the terminal's width keeps it
+            seen.append(PasteSeen(LABELS.get(key, key), shown, f"{w} of {part.format}" if w else part.format))
     nvml_gpus = next((p.gpus for p in partials if p.gpus and p.format.startswith("nvidia-smi")), None)
     nvml_gpus = nvml_gpus or next((p.gpus for p in partials if p.gpus), [])
     torch_gpus = [g for p in partials for g in p.torch_gpus]

@@ -17,6 +17,13 @@ from cudadoctor.backends.paste.text import where
 _FREEZE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([0-9][^\s;]*)\s*$")
 _LIST = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s+([0-9][0-9A-Za-z.+!_-]*)(?:\s+(\S.*))?$")
 _CONDA = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s+([0-9][0-9A-Za-z.+!_-]*)\s+(\S+)(?:\s+(\S+))?\s*$")
+# `pip list | grep torch` drops the header: a line that is only a torch-family or nvidia-* wheel's name
+# and version, aligned by spaces (an editable install adds its location), read as a pip list line.
+_GREP = re.compile(
+    r"^\s*(torch|torchvision|torchaudio|pytorch-triton|triton|nvidia-(?!smi\b)[a-z0-9][a-z0-9-]*)"
+    r"\s+(\d+\.\d+[0-9A-Za-z.+!_-]*)(?:\s+(?:/|[A-Za-z]:\\)\S*)?\s*$",
+    re.IGNORECASE,
+)
 _PIP_HEADER = re.compile(r"^\s*Package\s+Version(\s+.*)?$")
 _CONDA_HEADER = re.compile(r"^\s*#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _RULE = re.compile(r"^\s*-{3,}(\s+-{3,})+\s*$")
@@ -72,7 +79,10 @@ def conda_line(p: Partial, text: str, w: str) -> bool:
 
 
 def detect(all_lines: list[str]) -> bool:
-    return any(_PIP_HEADER.match(line) or _CONDA_HEADER.match(line) or _freeze_torch(line) for line in all_lines)
+    return any(
+        _PIP_HEADER.match(line) or _CONDA_HEADER.match(line) or _freeze_torch(line) or _GREP.match(line)
+        for line in all_lines
+    )
 
 
 def _freeze_torch(line: str) -> bool:
@@ -116,6 +126,13 @@ def parse(all_lines: list[str]) -> Partial:
                     p.where.setdefault(f"pkg:{name}", w)
                 continue
             mode = ""
+        grep = _GREP.match(line)
+        if grep:
+            name = normalize(grep.group(1))
+            p.packages.setdefault(name, grep.group(2))
+            p.where.setdefault(f"pkg:{name}", w)
+            if p.format == "package list":
+                p.format = "pip list"
     apply(p, "")
     return p
 
