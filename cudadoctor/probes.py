@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         CompileFacts,
         CudaDriverFacts,
         DriverFacts,
+        ExtensionFacts,
         PciFacts,
         PlatformFacts,
         SmokeFacts,
@@ -143,6 +144,13 @@ def collect_toolkit(ctx: Context) -> ToolkitFacts:
     return toolkit_facts(ctx.environ, timeout=ctx.child_timeout("toolkit"))
 
 
+def collect_extensions(ctx: Context) -> ExtensionFacts:
+    from cudadoctor.backends.extensions import query_extensions
+
+    # its own small child (the standard library only): no torch to import, so no stage of the torch child
+    return query_extensions(ctx.python, timeout=ctx.child_timeout("extensions"), env=dict(ctx.environ))
+
+
 def collect_bandwidth(ctx: Context) -> BandwidthFacts:
     return _measure(ctx, "bandwidth")
 
@@ -202,6 +210,13 @@ REGISTRY: tuple[Probe, ...] = (
     Probe("cuda_driver", collect_cuda_driver, 25, help="libcuda and cuInit, in a child process"),
     Probe("toolkit", collect_toolkit, 10, help="the CUDA toolkit on disk (nvcc, libcudart)"),
     Probe("platform", collect_platform, 15, help="below torch: WSL, kernel module, device nodes, container, Xid"),
+    Probe(
+        "extensions",
+        collect_extensions,
+        30,
+        TARGET,
+        help="third-party CUDA extensions: the GPU archs and torch they were built for (files read, never loaded)",
+    ),
     Probe(
         "bandwidth",
         collect_bandwidth,

@@ -34,6 +34,7 @@ from cudadoctor.facts import (
     TorchFacts,
     Transfer,
 )
+from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 from cudadoctor.facts.libraries import EnvironmentManager, LibraryFacts, LoadedLibrary, PinCheck
 from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, PlatformFacts, XidEvent
 from cudadoctor.knowledge import wheels
@@ -220,6 +221,7 @@ def machines(draw: st.DrawFn) -> Facts:
         bandwidth=bandwidth,
         smoke=smoke,
         platform=draw(st.sampled_from(PLATFORMS)),
+        extensions=draw(st.sampled_from(EXTENSIONS)),
     )
 
 
@@ -244,6 +246,20 @@ LIBRARIES = [
     ),
     # a system Python (no venv), PEP 668's marker in its stdlib: installs go through a new venv
     LibraryFacts(manager=EnvironmentManager(kind="system", prefix="/usr", externally_managed=True)),
+]
+# Third-party CUDA extensions: one built for Ampere only with a torch pin, one with PTX for Turing only.
+EXTENSIONS = [
+    None,
+    ExtensionFacts(),
+    ExtensionFacts(
+        python_executable="/opt/venv/bin/python",
+        packages=[
+            ExtensionPackage(
+                "flash_attn", "2.6.3", "torch==2.5.1", [ExtensionLibrary("flash_attn_2_cuda.so", ["sm_80"], [], [], 9)]
+            ),
+            ExtensionPackage("my-ops", "0.1.0", None, [ExtensionLibrary("my_ops/_C.so", [], ["compute_75"])]),
+        ],
+    ),
 ]
 # Below torch: the kernel module, the container, the kernel log.
 PLATFORMS = [

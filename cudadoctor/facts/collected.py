@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cudadoctor.facts.extensions import ExtensionFacts
 from cudadoctor.facts.host import (
     CudaDriverFacts,
     PciFacts,
@@ -34,3 +35,4 @@ class Facts:
     compile: CompileFacts | None = None  # torch.compile in the target interpreter (--full, --only compile)
     paste: PasteFacts | None = None  # what `cudadoctor triage` read in a paste (facts/paste.py)
     platform: PlatformFacts | None = None  # below torch: WSL, kernel module, container, Xid (facts/platform.py)
+    extensions: ExtensionFacts | None = None  # third-party CUDA extensions (facts/extensions.py)

@@ -160,8 +160,9 @@ def coverage(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> str | N
     (only by JIT-compiling embedded PTX), "none", or None when cc is unknown.
 
     A cubin sm_XY runs on X.Z with Z >= Y (same major; arch-specific sm_XYa only on X.Y exactly);
-    PTX compute_XY is JIT-compiled for any capability >= X.Y. torch itself only counts cubins of the
-    same major as supported, and libraries without that architecture can still fail under PTX.
+    PTX compute_XY is JIT-compiled for any capability >= X.Y (compute_XYa for X.Y only, compute_XYf
+    within major X). torch itself only counts cubins of the same major as supported, and libraries
+    without that architecture can still fail under PTX.
     """
     target = parse_cc(cc)
     if target is None:
@@ -178,6 +179,9 @@ def coverage(arch_flags: list[str] | tuple[str, ...], cc: str | None) -> str | N
             if flag_cc == target or (not exact_only and flag_cc[0] == target[0] and flag_cc[1] <= target[1]):
                 return "sm"
         elif kind == "compute" and flag_cc <= target:
+            # compute_XYa is JIT-compiled only for X.Y itself, compute_XYf only within its family (major)
+            if (num.endswith("a") and flag_cc != target) or (num.endswith("f") and flag_cc[0] != target[0]):
+                continue
             best = "ptx"
     return best
 

@@ -354,6 +354,12 @@ TEMPLATES: tuple[str, ...] = (
     N_("{gpu} slowed its clocks for heat in {share} % of loaded samples"),
     N_("{gpu}: hardware slowdown in {share} % of loaded samples"),
     N_("{step} did not finish"),
+    # CUDA extensions (CD240-CD243)
+    N_("{package} has no kernels for {gpu}"),
+    N_("{package} runs on {gpu} only through PTX JIT"),
+    N_("{package} was built for torch {pin}, but torch {version} is installed"),
+    N_("CUDA extensions: {names}"),
+    N_("{package} was built for CUDA {major}, torch {version} for CUDA {cuda}"),
 )
 
 # Fix labels built from facts (rules/install_advice.py): "LABEL (NOTE)", the note's parts joined by "; ".
@@ -568,6 +574,14 @@ LABELS: tuple[str, ...] = (
     N_("Give it its own bound, {seconds} s"),
     N_("One time bound for every probe instead of its own: {bounds}."),
     N_("No PyTorch release in cudadoctor's tables supports it"),
+    N_("{library} carries: {archs}"),
+    N_(
+        "Or install a {pkg} wheel built for compute capability {cc} and this torch, "
+        "from the project's release page or index"
+    ),
+    N_("{library} links torch's C++ library"),
+    N_("{library} links libcudart.so.{major}"),
+    N_("Or install a {pkg} wheel built for CUDA {cuda} and this torch, from the project's release page or index"),
     # the most general last: the first template that matches wins
     N_("{label}: CUDA {cuda}"),
     N_("{label}: install the NVIDIA driver"),

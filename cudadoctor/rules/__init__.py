@@ -10,6 +10,7 @@ from cudadoctor.rules import (
     cuda_driver,
     doctor,
     driver,
+    extensions,
     fit,  # noqa: F401  (its own evaluate, for `cudadoctor fit`; imported for the catalogue)
     fleet,  # noqa: F401  (its own evaluate, for `cudadoctor fleet`; imported for the catalogue)
     health,
@@ -35,6 +36,7 @@ _FACT_RULES = (
     toolkit.evaluate,
     torch_build.evaluate,
     libraries.evaluate,
+    extensions.evaluate,
     visible.evaluate,
     measurements.evaluate,
     system.evaluate,
@@ -78,6 +80,9 @@ RESTS_ON: dict[str, frozenset[str]] = {
 }
 ROOT_CAUSES = tuple(BREAKS)
 CONSEQUENCES = tuple(RESTS_ON)
+# Errors in packages beside torch (torchvision, CUDA extensions): real, but never why torch itself cannot
+# use CUDA (torch.cuda.is_available() is False), so never named as its cause.
+BESIDE_TORCH = ("CD222", "CD240", "CD241", "CD242", "CD244")
 
 
 def _one_story(findings: list[Finding]) -> None:

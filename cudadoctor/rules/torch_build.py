@@ -603,7 +603,7 @@ def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
     """The errors that can explain is_available() being False, the likeliest first: the torch build's own
     errors and the driver-level root causes, then the rest. A GPU lost while another is healthy
     (CD105) is no cause (torch would still see the healthy one), nor is what follows from a cause."""
-    from cudadoctor.rules import CONSEQUENCES, ROOT_CAUSES  # rules/__init__ imports this module
+    from cudadoctor.rules import BESIDE_TORCH, CONSEQUENCES, ROOT_CAUSES  # rules/__init__ imports this module
 
     devices = f.driver.devices if f.driver is not None else []
     some_healthy = any(d.error is None for d in devices)
@@ -612,6 +612,7 @@ def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
         for x in findings
         if x.severity is Severity.ERROR
         and x.code != NOT_AVAILABLE.code
+        and x.code not in BESIDE_TORCH
         and not (x.code == GPU_LOST.code and some_healthy)
         and (x.code not in CONSEQUENCES or x.code in ROOT_CAUSES)
     ]

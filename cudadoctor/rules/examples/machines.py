@@ -61,6 +61,7 @@ from cudadoctor.rules.examples.base import (
     _ubuntu,
     _venv_torch,
 )
+from cudadoctor.rules.examples.extensions import extension_machines
 from cudadoctor.rules.requirements import Requirements
 
 
@@ -92,6 +93,7 @@ def machines() -> list[Facts]:
         *_gpu_health(),
         *_torch_builds(),
         *_libraries(),
+        *extension_machines(),
         *_visible_devices(),
         *_measured(),
         *_pastes(),
