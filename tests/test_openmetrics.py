@@ -111,3 +111,18 @@ def test_metrics_file_in_a_missing_directory_is_a_usage_error(run_cli, tmp_path:
     assert r.code == 2
     assert r.stderr.strip().startswith("cudadoctor: cannot write --metrics-file")
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_promtool_accepts_the_metrics_where_it_is_installed(run_cli):
+    """`promtool check metrics` (Prometheus's own linter; Debian's `prometheus` package) finds nothing to say."""
+    import shutil
+    import subprocess
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed")
+    report = ROOT / "tests" / "fixtures" / "real_gpu_report.json"
+    for args in (("check", "--skip", "torch"), ("check", "--from", str(report))):
+        text = run_cli(*args, "--format", "openmetrics", machine=TWO_GPUS if "--skip" in args else None).stdout
+        p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout == "" and p.stderr == "", (p.stdout, p.stderr)
