@@ -8,7 +8,7 @@ A fix is one of three kinds, told apart by what it is:
   torch), after checking that it names nothing it does not define or import. The few names a snippet may
   take from the user's own code (`model`: the model being loaded into) are given by the test as code
   that defines them, put before the snippet;
-- any other line: a shell command, checked with `bash -n` (git, curl, huggingface-cli reach the network).
+- any other line: a shell command, checked with `bash -n` (git, curl, hf reach the network).
 
 Placeholders a fix prints where the doctor cannot know the value (YOUR_SCRIPT, REPO_ID) are replaced by
 the test's values before a Python snippet runs; a snippet with a placeholder the test did not give fails.

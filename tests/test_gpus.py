@@ -498,7 +498,7 @@ def test_wait_that_runs_out_says_how_long_and_exits_4(run_cli):
     r = run_cli("gpus", "--pick", "1", "--min-free", "40GiB", "--wait", "1", machine=BUSY)
     assert r.code == EXIT_NOT_ENOUGH_GPUS and r.stdout == ""
     lines = r.stderr.strip().splitlines()
-    assert lines[0].startswith("cudadoctor: waited ") and "for 1 GPUs to qualify" in lines[0]
+    assert lines[0].startswith("cudadoctor: waited ") and "for 1 GPU to qualify" in lines[0]
     assert lines[1].startswith("cudadoctor: only 0 of 2 GPUs qualify, 1 requested")
     assert time.monotonic() - start < 20
 
@@ -544,3 +544,20 @@ def test_wait_shows_a_status_line_on_a_terminal_and_ctrl_c_is_130(fake_libs, tmp
     # nothing is left running: no NVML child of the doctor survives it
     leftover = subprocess.run(["pgrep", "-s", str(p.pid)], capture_output=True, text=True).stdout.split()
     assert leftover == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pick", "3"], "only 2 of 2 GPUs could ever qualify (3 GPUs requested): waiting cannot help"),
+        (["--pick", "1", "--min-free", "90GiB"], "only 0 of 2 GPUs could ever qualify (1 GPU requested)"),
+        (["--pick", "1", "--min-cc", "9.0"], "only 0 of 2 GPUs could ever qualify (1 GPU requested)"),
+    ],
+)
+def test_wait_for_what_can_never_be_says_so_at_once(run_cli, args, message):
+    """More GPUs than the machine shows, more memory than a GPU has, a newer GPU than there is: no wait helps."""
+    start = time.monotonic()
+    r = run_cli("gpus", *args, "--wait", machine=BUSY)
+    assert r.code == EXIT_NOT_ENOUGH_GPUS and r.stdout == ""
+    assert r.stderr.startswith("cudadoctor: " + message) and len(r.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - start < 15  # not the default hour

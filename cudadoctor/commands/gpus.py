@@ -26,7 +26,7 @@ from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENO
 from cudadoctor.facts.nvml import SICK_ERRORS, DriverFacts, NvmlDevice
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.knowledge.visibility import Visibility, parse
-from cudadoctor.locale import _
+from cudadoctor.locale import _, ngettext
 
 NVML_TIMEOUT = 15.0
 WAIT_DEFAULT = 3600.0  # `--pick N --wait` alone: at most an hour, then exit 4 as --pick does
@@ -370,6 +370,31 @@ def _qualifying(driver: DriverFacts, n: int, min_free: int | None, max_util: int
     return pick_gpus(candidates, n, min_free, max_util, min_cc), len(candidates)
 
 
+def _never(driver: DriverFacts, n: int, min_free: int | None, min_cc: str | None) -> str | None:
+    """Why N GPUs can never qualify however long one waits (too few GPUs are visible, or too few could ever
+    have that much memory free or that compute capability), or None. Memory in use, utilisation and a GPU that
+    is sick now may change; the number of GPUs, their total memory and their capability do not."""
+    from cudadoctor.knowledge.architectures import parse_cc
+
+    vis = _visibility(driver)
+    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+    need_cc = parse_cc(min_cc)
+    could = [
+        d
+        for d in candidates
+        if not d.mig_enabled
+        and (min_free is None or d.memory_total is None or d.memory_total >= min_free)
+        and (need_cc is None or (cc := parse_cc(d.compute_capability)) is None or cc >= need_cc)
+    ]
+    if len(could) >= n:
+        return None
+    return ngettext(
+        "only {could} of {count} GPUs could ever qualify ({n} GPU requested): waiting cannot help",
+        "only {could} of {count} GPUs could ever qualify ({n} GPUs requested): waiting cannot help",
+        n,
+    ).format(could=len(could), count=len(candidates), n=n)
+
+
 def _wait_for(
     n: int,
     min_free: int | None,
@@ -403,10 +428,17 @@ def _wait_for(
                 return problem[1]
             chosen, count = _qualifying(driver, n, min_free, max_util, min_cc)
             waited = time.monotonic() - start
+            never = _never(driver, n, min_free, min_cc)
+            if never is not None:  # waiting cannot help: say so now, not after an hour
+                show("")
+                echo("cudadoctor: " + never, err=True)
+                return EXIT_NOT_ENOUGH_GPUS
             if chosen.chosen or waited >= wait:
                 show("")
                 if not chosen.chosen:
-                    line = _("waited {seconds} s for {n} GPUs to qualify").format(seconds=f"{waited:.0f}", n=n)
+                    line = ngettext(
+                        "waited {seconds} s for {n} GPU to qualify", "waited {seconds} s for {n} GPUs to qualify", n
+                    ).format(seconds=f"{waited:.0f}", n=n)
                     echo("cudadoctor: " + line, err=True)
                 devices = sort_devices(driver.devices, "index", False)
                 return _pick(driver, devices, n, min_free, max_util, min_cc, by, shell, as_json, redact)

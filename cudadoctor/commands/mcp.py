@@ -260,5 +260,7 @@ def mcp() -> None:
     try:
         server = build_server()
     except ImportError:
-        fail("cudadoctor mcp needs the MCP SDK: pip install mcp")
+        from cudadoctor.rules import shell
+
+        fail(f"cudadoctor mcp needs the MCP SDK: {shell.word(sys.executable, lead=True)} -m pip install mcp")
     server.run("stdio")

@@ -362,7 +362,7 @@ def _format(f: CkptFacts) -> list[Finding]:
                     ),
                     fix(
                         "From Hugging Face, download the file itself (the library resolves LFS)",
-                        "huggingface-cli download REPO_ID " + _sh(name) + " --local-dir .",
+                        "hf download REPO_ID " + _sh(name) + " --local-dir .",
                     ),
                 ],
                 # the whole oid (sha256sum of the real file): a cut one identifies nothing; the real size
@@ -469,7 +469,7 @@ def _format(f: CkptFacts) -> list[Finding]:
                             "git lfs install",
                             "git lfs pull",
                         ),
-                        fix("Or download the repository's files", "huggingface-cli download REPO_ID --local-dir ."),
+                        fix("Or download the repository's files", "hf download REPO_ID --local-dir ."),
                     ],
                 )
             ]

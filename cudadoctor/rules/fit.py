@@ -108,7 +108,7 @@ def evaluate(facts: FitFacts) -> list[Finding]:
     spread = math.ceil(need / (best.memory_free or 1)) if best.memory_free else None
     fixes = list(NO_GPU_FITS.fixes)
     if m.hf_dir is not None and not facts.training:
-        fixes += _transformers_fixes(m.hf_dir, params, best)
+        fixes += _transformers_fixes(m.hf_dir, params, free)
     across = (
         f" {len(free)} GPUs have {format_size(total_free)} free together"
         + (f"; it needs at least {spread} GPUs' worth" if spread and spread > 1 else "")
@@ -125,14 +125,16 @@ def evaluate(facts: FitFacts) -> list[Finding]:
     return findings
 
 
-def _transformers_fixes(directory: str, params: int, best: FitGpu) -> list:
+def _transformers_fixes(directory: str, params: int, gpus: list[FitGpu]) -> list:
     """For a Hugging Face model directory: the lowest precision that fits the freest GPU, and Accelerate's
     spreading over every GPU (and the CPU)."""
     where = repr(directory)
     out = []
-    lower = [(label, b) for label, b in INFERENCE if params * b <= (best.memory_free or 0)]
+    best = max(g.memory_free or 0 for g in gpus)
+    lower = [(label, b) for label, b in INFERENCE if params * b <= best]
     if lower:
         label, b = lower[0]
+        fitting = ", ".join(str(g.index) for g in gpus if (g.memory_free or 0) >= params * b)
         if b == 2.0:
             load = [
                 "import torch",
@@ -147,7 +149,7 @@ def _transformers_fixes(directory: str, params: int, best: FitGpu) -> list:
                 f"quantization_config=BitsAndBytesConfig({option}), device_map='cuda')",
             ]
         needs = format_size(int(params * b))
-        out.append(fix(f"Load it in {label} ({needs}: fits on GPU {best.index}; bitsandbytes for 8 and 4 bits)", *load))
+        out.append(fix(f"Load it in {label} ({needs}: fits on GPU {fitting}; bitsandbytes for 8 and 4 bits)", *load))
     out.append(
         fix(
             "Spread the layers over every GPU, then the CPU (needs accelerate)",
