@@ -230,7 +230,7 @@ def test_fix_format_means_the_report_format(run_cli, project, tmp_path):
 
 def test_saved_on_a_gpu_with_a_namespace_loads_one_way(run_cli, project, tmp_path):
     """CD610's map_location advice and CD620's safe_globals are one snippet, not two that each fail."""
-    from tests.test_ckpt import cuda_tagged
+    from tests.commands.test_ckpt import cuda_tagged
 
     path = tmp_path / "gpu_train.pt"
     with torch.serialization.safe_globals([__import__("argparse").Namespace]):

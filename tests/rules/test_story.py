@@ -420,7 +420,7 @@ def test_the_gate_never_contradicts_itself_nor_blames_what_is_no_cause(facts: Fa
 
 
 def test_the_hand_written_machines_tell_one_story() -> None:
-    import tests.test_rules_machines as machines_module
+    import tests.rules.test_rules_machines as machines_module
     from tests import facts_fixtures as fx
 
     dev = [fx.gpu(0, "NVIDIA A100-SXM4-80GB", "8.0")]

@@ -20,7 +20,7 @@ from cudadoctor.commands.triage import diagnose
 from cudadoctor.knowledge import gpu_names
 from cudadoctor.report import Status
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "triage_corpus"
 EXPECTED = {k: v for k, v in json.loads((CORPUS / "expected.json").read_text()).items() if not k.startswith("_")}
 

@@ -26,7 +26,7 @@ from cudadoctor.rules.catalogue import CATALOGUE
 from tests.conftest import LIBRARY_DIRS, fake_machine_env
 
 GiB = 1 << 30
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---- hand-written timelines ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from cudadoctor import locale as i18n
 from cudadoctor.locale import detect, normalize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCALEDIR = ROOT / "cudadoctor" / "locale"
 PO = LOCALEDIR / "zh_CN" / "LC_MESSAGES" / "cudadoctor.po"
 MO = PO.with_suffix(".mo")
@@ -281,7 +281,7 @@ def test_titles_built_from_facts_are_translated_whole() -> None:
     from cudadoctor.backends.paste import read
     from cudadoctor.rules import evaluate
     from tests import facts_fixtures as ff
-    from tests.test_story import machines
+    from tests.rules.test_story import machines
 
     titles: dict[tuple[str, str], str] = {}
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import H100_HEALTHY
-from tests.test_torch_session import fake_python
+from tests.backends.test_torch_session import fake_python
 
 LOST_GPU = H100_HEALTHY + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 error=15\n'
 

@@ -211,10 +211,10 @@ def test_custom_class_needs_safe_globals_and_the_snippet_works(tmp_path, monkeyp
     assert code == EXIT_PROBLEMS
     f = codes(data)["CD620"]
     assert f["severity"] == "error"
-    assert data["facts"]["unsafe_globals"] == ["tests.test_ckpt.TrainConfig"]
-    assert data["facts"]["torch"]["unsafe_globals"] == ["tests.test_ckpt.TrainConfig"]  # torch agrees
+    assert data["facts"]["unsafe_globals"] == ["tests.commands.test_ckpt.TrainConfig"]
+    assert data["facts"]["torch"]["unsafe_globals"] == ["tests.commands.test_ckpt.TrainConfig"]  # torch agrees
     snippet = next(fx["commands"] for fx in f["fix"] if "safe_globals" in json.dumps(fx["commands"]))
-    assert "from tests.test_ckpt import TrainConfig" in snippet
+    assert "from tests.commands.test_ckpt import TrainConfig" in snippet
     scope: dict = {}
     exec("\n".join(snippet), scope)  # the advice, run as printed
     assert isinstance(scope["ckpt"]["config"], TrainConfig)
@@ -226,7 +226,7 @@ def test_whole_model_pickled(tmp_path):
     facts = inspect_path(str(path))
     assert facts.contents[0].kind == "model object"
     assert facts.state_dict_keys == list(Net().state_dict())
-    assert "tests.test_ckpt.Net" in facts.unsafe_globals
+    assert "tests.commands.test_ckpt.Net" in facts.unsafe_globals
 
 
 class Evil:
@@ -547,7 +547,7 @@ def test_static_reader_never_imports_torch(tmp_path):
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "tests.test_ckpt.TrainConfig" in p.stdout
+    assert "tests.commands.test_ckpt.TrainConfig" in p.stdout
 
 
 def test_scan_is_bounded():

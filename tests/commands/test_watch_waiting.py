@@ -3,7 +3,7 @@ sleeps or reads between small steps showed 1 % utilisation and got no verdict bu
 
 from __future__ import annotations
 
-from tests.test_watch import SWING, codes, fix_text, the, timeline
+from tests.commands.test_watch import SWING, codes, fix_text, the, timeline
 
 
 def test_idle_gpu_and_idle_cpu_is_a_program_that_waits() -> None:
