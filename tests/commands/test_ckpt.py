@@ -23,6 +23,7 @@ from cudadoctor.facts.ckpt import CkptFacts, CkptTorch, ModelComparison
 from cudadoctor.report import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from cudadoctor.rules import ckpt as rules
 from tests.conftest import ROOT
+from tests.helpers import by_code
 
 torch = pytest.importorskip("torch")
 
@@ -98,10 +99,6 @@ def inspect_json(path: Path, *extra: str) -> tuple[int, dict]:
     return code, json.loads(out)
 
 
-def codes(data: dict) -> dict[str, dict]:
-    return {f["code"]: f for f in data["findings"]}
-
-
 def cuda_tagged(path: Path, obj: object, tags: list[str]) -> None:
     """torch.save on a CPU machine, with the storages' location tags rewritten in the archive."""
     torch.save(obj, path)
@@ -146,7 +143,7 @@ def test_dataparallel_state_dict_prefix_and_fix_named(tmp_path):
     path = tmp_path / "dp.pt"
     torch.save(torch.nn.DataParallel(Net()).state_dict(), path)
     code, data = inspect_json(path)
-    f = codes(data)
+    f = by_code(data)
     assert code == EXIT_OK  # a prefix alone is a warning until a model says otherwise
     assert f["CD630"]["severity"] == "warning"
     text = json.dumps(f["CD630"]["fix"])
@@ -197,8 +194,8 @@ def test_training_checkpoint_contents(tmp_path):
         "scheduler": "scheduler",
     }
     assert data["facts"]["state_dict_key"] == "model_state_dict"
-    assert "model.load_state_dict(ckpt['model_state_dict'])" in json.dumps(codes(data)["CD625"]["fix"])
-    assert code == EXIT_OK and "CD622" in codes(data)
+    assert "model.load_state_dict(ckpt['model_state_dict'])" in json.dumps(by_code(data)["CD625"]["fix"])
+    assert code == EXIT_OK and "CD622" in by_code(data)
 
 
 @pytest.mark.usefixtures("fast_child")
@@ -209,7 +206,7 @@ def test_custom_class_needs_safe_globals_and_the_snippet_works(tmp_path, monkeyp
         torch.load(path)  # what the user sees: torch 2.6+ refuses
     code, data = inspect_json(path)
     assert code == EXIT_PROBLEMS
-    f = codes(data)["CD620"]
+    f = by_code(data)["CD620"]
     assert f["severity"] == "error"
     assert data["facts"]["unsafe_globals"] == ["tests.commands.test_ckpt.TrainConfig"]
     assert data["facts"]["torch"]["unsafe_globals"] == ["tests.commands.test_ckpt.TrainConfig"]  # torch agrees
@@ -246,7 +243,7 @@ def test_malicious_pickle_is_never_run(tmp_path):
     code, data = inspect_json(path)
     assert not marker.exists()  # neither the doctor nor the child ran it
     assert code == EXIT_PROBLEMS
-    f = codes(data)
+    f = by_code(data)
     assert "CD621" in f and "CD620" not in f
     assert "safe_globals" not in json.dumps(f["CD621"])
     code, _, err = run("fix", str(path), "--out", str(tmp_path / "out.pt"))
@@ -274,7 +271,7 @@ def test_cuda_tagged_checkpoint_needs_map_location_and_fix_loads_here(tmp_path, 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the doctor's torch child: no GPU on any machine
     code, data = inspect_json(path)
     assert data["facts"]["storage_devices"] == {"cuda:0": 1, "cuda:3": len(model.state_dict()) - 1}
-    f = codes(data)["CD610"]
+    f = by_code(data)["CD610"]
     assert code == EXIT_PROBLEMS and f["severity"] == "error"
     fixes = json.dumps(f["fix"])
     assert 'torch.device(\\"cuda\\" if torch.cuda.is_available() else \\"cpu\\")' in fixes
@@ -324,7 +321,7 @@ def test_lfs_pointer(tmp_path):
             "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 548105171\n"
         )
         code, data = inspect_json(path)
-        f = codes(data)
+        f = by_code(data)
         assert code == EXIT_PROBLEMS and list(f) == ["CD600"], name  # not also "HeaderTooLarge"
         assert "git lfs pull --include " + name in json.dumps(f["CD600"]["fix"])
         assert "522.7 MiB" in f["CD600"]["title"] or "548105171" in json.dumps(f["CD600"])
@@ -336,8 +333,8 @@ def test_html_page(tmp_path):
     path.write_text("<!DOCTYPE html>\n<html><head><title>Sign in - Google Accounts</title></head><body></body></html>")
     code, data = inspect_json(path)
     assert code == EXIT_PROBLEMS
-    assert "Sign in - Google Accounts" in codes(data)["CD601"]["title"]
-    assert "/resolve/" in json.dumps(codes(data)["CD601"]["fix"])
+    assert "Sign in - Google Accounts" in by_code(data)["CD601"]["title"]
+    assert "/resolve/" in json.dumps(by_code(data)["CD601"]["fix"])
 
 
 @pytest.mark.usefixtures("fast_child")
@@ -349,7 +346,7 @@ def test_truncated_zip(tmp_path):
     with pytest.raises(RuntimeError):
         torch.load(path)
     code, report = inspect_json(path)
-    assert code == EXIT_PROBLEMS and "CD602" in codes(report)
+    assert code == EXIT_PROBLEMS and "CD602" in by_code(report)
     assert report["facts"]["expected_format"] == "torch zip"
 
 
@@ -358,12 +355,12 @@ def test_safetensors_header_too_large_and_truncated(tmp_path):
     junk = tmp_path / "junk.safetensors"
     junk.write_bytes(b"\xff" * 64)
     code, data = inspect_json(junk)
-    assert code == EXIT_PROBLEMS and "CD603" in codes(data)
+    assert code == EXIT_PROBLEMS and "CD603" in by_code(data)
     good = tmp_path / "good.safetensors"
     header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
     good.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)  # 8 of 16 data bytes
     code, data = inspect_json(good)
-    assert code == EXIT_PROBLEMS and "CD602" in codes(data)
+    assert code == EXIT_PROBLEMS and "CD602" in by_code(data)
 
 
 @pytest.mark.usefixtures("fast_child")
@@ -401,7 +398,7 @@ def test_model_comparison_in_the_real_child(tmp_path, monkeypatch):
     dp = tmp_path / "dp.pt"
     torch.save({"model": torch.nn.DataParallel(Net()).state_dict(), "epoch": 1}, dp)
     code, data = inspect_json(dp, "--model", "netdef:build")
-    f = codes(data)
+    f = by_code(data)
     assert code == EXIT_PROBLEMS and f["CD630"]["severity"] == "error"
     assert not {"CD640", "CD641", "CD642"} & set(f)  # the prefix is the whole story
     assert data["facts"]["model"]["strip"] == ["module."]
@@ -415,20 +412,20 @@ def test_model_comparison(tmp_path, monkeypatch):
     torch.save({"model": torch.nn.DataParallel(Net()).state_dict(), "epoch": 1}, dp)
 
     code, data = inspect_json(dp, "--model", "netdef:build_wide")
-    mism = codes(data)["CD642"]["tables"][0]["rows"]
+    mism = by_code(data)["CD642"]["tables"][0]["rows"]
     assert ["fc2.weight", "(3, 8)", "(5, 8)"] in mism
 
     code, data = inspect_json(dp, "--model", "netdef:build_extra")
-    assert [r[0] for r in codes(data)["CD640"]["tables"][0]["rows"]] == ["head.weight", "head.bias"]
+    assert [r[0] for r in by_code(data)["CD640"]["tables"][0]["rows"]] == ["head.weight", "head.bias"]
 
     plain = tmp_path / "plain.pt"
     torch.save(Net().state_dict(), plain)
     code, data = inspect_json(plain, "--model", "netdef:build")
-    assert code == EXIT_OK and "CD643" in codes(data)
+    assert code == EXIT_OK and "CD643" in by_code(data)
     code, data = inspect_json(plain, "--model", "netdef:build_wrapped")
-    assert "CD632" in codes(data) and data["facts"]["model"]["add"] == "module."
+    assert "CD632" in by_code(data) and data["facts"]["model"]["add"] == "module."
     code, data = inspect_json(plain, "--model", "netdef:broken")
-    assert "no config file" in codes(data)["CD644"]["title"]
+    assert "no config file" in by_code(data)["CD644"]["title"]
 
 
 @pytest.mark.usefixtures("fast_child")
@@ -516,7 +513,7 @@ def test_dcp_and_hf_index(tmp_path):
     )
     code, data = inspect_json(hf)
     assert code == EXIT_PROBLEMS
-    rows = codes(data)["CD607"]["tables"][0]["rows"]
+    rows = by_code(data)["CD607"]["tables"][0]["rows"]
     assert ["model-00002-of-00002.safetensors", "missing"] in rows
     assert any("Git LFS pointer" in r[1] for r in rows)
 
@@ -577,7 +574,7 @@ def test_a_hung_child_is_bounded(tmp_path):
     code, data = inspect_json(path, "--python", str(slow), "--timeout", "1")
     assert code == 3  # EXIT_INCOMPLETE: the verdict does not pretend
     assert data["status"] == "incomplete"
-    assert "CD609" in codes(data)  # what the bytes said is still there
+    assert "CD609" in by_code(data)  # what the bytes said is still there
 
 
 @pytest.mark.usefixtures("fast_child")
@@ -603,7 +600,7 @@ def test_failed_fix_leaves_nothing_behind(tmp_path):
     out = tmp_path / "c.safetensors"
     code, text, _ = run("fix", str(src), "--out", str(out), "--out-format", "safetensors", "--format", "json")
     assert code == EXIT_PROBLEMS
-    assert "CD646" in codes(json.loads(text)) and not out.exists()
+    assert "CD646" in by_code(json.loads(text)) and not out.exists()
 
 
 class Ema:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixrunner import run_fixes
+from tests.helpers import by_code
 
 torch = pytest.importorskip("torch")
 
@@ -67,10 +68,6 @@ def inspect(run_cli, path: Path) -> tuple[str, dict]:
     data = run_cli("ckpt", "inspect", str(path), "--format", "json")
     assert text.code == data.code and data.stdout.strip(), text.stderr
     return text.stdout, data.json
-
-
-def by_code(data: dict) -> dict[str, dict]:
-    return {f["code"]: f for f in data["findings"]}
 
 
 def fix_lines(finding: dict) -> list[str]:

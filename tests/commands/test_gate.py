@@ -10,6 +10,7 @@ from cudadoctor.commands.config import ConfigError, Requirements, find_config, f
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from cudadoctor.rules.requirements import evaluate
 from tests.facts_fixtures import GiB, gpu, healthy, torch_cuda
+from tests.helpers import codes
 
 H100_FAKE = """\
 driver 580.95.05
@@ -17,10 +18,6 @@ cuda 13000
 device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85899345920 used=81604378624
 device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85899345920 used=0
 """
-
-
-def codes(findings):
-    return [f.code for f in findings]
 
 
 def two_gpus():

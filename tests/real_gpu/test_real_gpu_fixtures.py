@@ -91,7 +91,8 @@ def test_a_smoke_run_where_the_gpu_lost_says_slower_not_0_3x_faster():
     (warm-up inside the timed steps, inductor compiling beside it) and titled it "CNN 0.3x faster"."""
     from cudadoctor.facts import SmokeStep
     from cudadoctor.rules.measurements import evaluate
-    from tests.rules.test_measurements import by_code, h100, smoke_ok
+    from tests.helpers import by_code
+    from tests.rules.test_measurements import h100, smoke_ok
 
     facts = h100()
     facts.smoke = smoke_ok()

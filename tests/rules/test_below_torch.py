@@ -24,6 +24,7 @@ from cudadoctor.rules import evaluate
 from cudadoctor.rules.catalogue import CATALOGUE
 from cudadoctor.rules.health import health_flags
 from tests.facts_fixtures import gpu, healthy, linux
+from tests.helpers import by_code, codes, commands
 
 KERNEL = "6.8.0-50-generic"
 SB_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
@@ -93,18 +94,6 @@ def linux_host_tree(root: Path, loaded: bool = False) -> None:
     )
     if loaded:
         tree(root, {"sys/module/nvidia/version": "550.54.14\n"})
-
-
-def commands(findings) -> list[str]:
-    return [c for f in findings for fx in f.fix for c in fx.commands]
-
-
-def codes(findings) -> list[str]:
-    return [f.code for f in findings]
-
-
-def by_code(findings, code):
-    return next(f for f in findings if f.code == code)
 
 
 def not_loaded_facts(platform: PlatformFacts, os_id: str = "ubuntu") -> Facts:

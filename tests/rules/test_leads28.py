@@ -11,6 +11,7 @@ from cudadoctor.facts.platform import KernelModuleFacts, PlatformFacts
 from cudadoctor.report import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cuda
+from tests.helpers import commands
 
 CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 CU128_211 = "7.5 8.0 8.6 9.0 10.0 12.0"
@@ -19,10 +20,6 @@ CU128_211 = "7.5 8.0 8.6 9.0 10.0 12.0"
 def run(facts):
     findings = evaluate(facts, [])
     return {f.code: f for f in findings}
-
-
-def commands(finding):
-    return [c for r in finding.fix for c in r.commands]
 
 
 # --- the torch release matrix ------------------------------------------------------------------------

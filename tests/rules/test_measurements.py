@@ -14,6 +14,7 @@ from cudadoctor.knowledge.pcie import link_gbps
 from cudadoctor.report import EXIT_PROBLEMS
 from cudadoctor.rules.measurements import evaluate
 from tests.facts_fixtures import gpu, healthy
+from tests.helpers import by_code
 
 
 def copies(dev, h2d_pinned, d2h_pinned, h2d_page, d2h_page):
@@ -29,10 +30,6 @@ def copies(dev, h2d_pinned, d2h_pinned, h2d_page, d2h_page):
 def h100(**link):
     link = {"pcie_gen_current": 5, "pcie_gen_max": 5, "pcie_width_current": 16, "pcie_width_max": 16, **link}
     return healthy([gpu(0, "NVIDIA H100 80GB HBM3", "9.0", **link)])
-
-
-def by_code(findings):
-    return {f.code: f for f in findings}
 
 
 def test_pcie_table():

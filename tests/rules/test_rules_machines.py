@@ -8,6 +8,7 @@ from cudadoctor.facts import DriverFacts, MigInstance, PciFacts
 from cudadoctor.report import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda
+from tests.helpers import commands
 
 CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
@@ -16,10 +17,6 @@ CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
 def run(facts):
     findings = evaluate(facts, [])
     return {f.code: f for f in findings}, findings
-
-
-def commands(finding):
-    return [c for r in finding.fix for c in r.commands]
 
 
 def errors(findings):
