@@ -21,8 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from cudadoctor.facts import Facts
 from cudadoctor.render.layout import display_width
+from cudadoctor.report import Severity, build
 from tests.conftest import ROOT, fake_machine_env
+from tests.helpers import by_code, commands
 
 # the node check probes that need nothing but NVML and the OS: fast, and all the mismatch table needs
 SKIP = "torch,pci,cuda_driver,toolkit,platform"
@@ -897,7 +900,6 @@ def test_a_narrow_terminal_cuts_the_versions_before_the_node_and_its_status():
 
     from cudadoctor.facts import DriverFacts, Facts, NvmlDevice
     from cudadoctor.render import text
-    from cudadoctor.report import Severity, build
     from cudadoctor.rules.fleet import evaluate
 
     ff = _ff(3, 8)
@@ -926,3 +928,31 @@ def test_a_narrow_terminal_cuts_the_versions_before_the_node_and_its_status():
         node, *_, status = lines[start + 2 + n].split()
         assert node.startswith("...") and node.endswith(f"rack12-row07-node034{n}") and status == "healthy"
     assert lines[start + 5].strip() == "In every row: Ranks 8, CUDA 12.4, torch 2.13.0+cu130"
+
+
+def test_fleet_driver_on_an_unknown_os_is_a_label() -> None:
+    from cudadoctor.facts import DriverFacts, NvmlDevice, SystemFacts
+    from cudadoctor.facts.fleet import FleetFacts, NodeFacts, RankInfo
+    from cudadoctor.rules.fleet import evaluate as fleet_evaluate
+
+    ff = FleetFacts(world_size=3, local_world_size=1)
+    for n in range(3):
+        ff.nodes.append(NodeFacts(node_rank=n, label=f"gpu{n:02d}", host=f"gpu{n:02d}", ranks=[n]))
+        ff.ranks.append(RankInfo(rank=n, node_rank=n, local_rank=0, host=f"gpu{n:02d}", torch="2.13.0+cu130"))
+        ff.nodes[-1].facts = Facts(
+            system=SystemFacts(os="Linux", os_id="gentoo", env={}),
+            driver=DriverFacts(
+                binding="nvidia-ml-py",
+                library_loaded=True,
+                init_status="ok",
+                driver_version="535.104.05" if n == 2 else "550.54.14",
+                device_count=1,
+                devices=[NvmlDevice(index=0, name="NVIDIA H100 80GB HBM3")],
+            ),
+        )
+    found = fleet_evaluate(ff)
+    differ = by_code(found)["CD801"]
+    assert not any(c.lstrip().startswith("#") for c in commands(found))
+    driver = [r for r in differ.fix if "550.54.14" in r.when]
+    assert driver == [driver[0]] and driver[0].commands == []
+    assert driver[0].when == "on gpu02: install NVIDIA driver 550.54.14 (branch 550), as on the others, then reboot"

@@ -10,8 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from tests.conftest import H100_HEALTHY
 from tests.backends.test_torch_session import fake_python
+from tests.conftest import H100_HEALTHY
 
 LOST_GPU = H100_HEALTHY + 'device name="NVIDIA A100-SXM4-80GB" cc=8.0 error=15\n'
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudadoctor.facts import MigInstance, NvmlDevice
-from cudadoctor.knowledge.visibility import parse
+from cudadoctor.facts import (
+    MigInstance,
+    NvmlDevice,
+)
+from cudadoctor.knowledge.visibility import enumeration_order, from_env, parse
+from cudadoctor.report import build
+from cudadoctor.rules import evaluate
+from tests.facts_fixtures import gpu, healthy, linux
+from tests.helpers import by_code
 
 
 def dev(i: int, name: str = "NVIDIA A100-SXM4-80GB", cc: str = "8.0", total: int = 80) -> NvmlDevice:
@@ -22,6 +31,8 @@ def dev(i: int, name: str = "NVIDIA A100-SXM4-80GB", cc: str = "8.0", total: int
 
 
 FOUR = [dev(i) for i in range(4)]
+H100 = "NVIDIA H100 80GB HBM3"
+A100 = "NVIDIA A100-SXM4-80GB"
 
 
 def nvml(vis):
@@ -111,3 +122,67 @@ def test_properties(tokens):
 @given(st.permutations(range(4)))
 def test_a_permutation_selects_exactly_those_devices(perm):
     assert nvml(parse(",".join(map(str, perm)), FOUR)) == list(perm)
+
+
+def four_h100s_one_unknown(**unknown: None) -> list:
+    devs = [gpu(i, H100, "9.0") for i in range(4)]
+    devs[0] = dataclasses.replace(devs[0], **unknown)
+    return devs
+
+
+def test_one_unknown_capability_on_identical_gpus_keeps_pci_order() -> None:
+    for unknown in ({"compute_capability": None}, {"name": None}, {"name": None, "compute_capability": None}):
+        devs = four_h100s_one_unknown(**unknown)
+        order, estimated = enumeration_order(devs, "FASTEST_FIRST")
+        assert [d.index for d in order] == [0, 1, 2, 3] and not estimated
+        facts = healthy(devs)
+        facts.system = linux(env={"CUDA_VISIBLE_DEVICES": "1"})
+        by = by_code(evaluate(facts, []))
+        assert "CD304" not in by  # not "Mixed GPU models (NVIDIA H100 80GB HBM3)"
+        rows = by["CD300"].tables[0].rows
+        assert [r[:2] for r in rows] == [["cuda:0", "1"]]  # CUDA_VISIBLE_DEVICES=1 is nvidia-smi's GPU 1
+        assert "estimated" not in by["CD300"].title
+
+
+def test_two_known_models_are_still_estimated_with_an_unknown_third() -> None:
+    devs = [gpu(0, A100, "8.0"), gpu(1, H100, "9.0"), dataclasses.replace(gpu(2, H100, "9.0"), name=None)]
+    order, estimated = enumeration_order(devs, "FASTEST_FIRST")
+    assert estimated and order[0].index == 1  # Hopper before Ampere
+    by = by_code(evaluate(healthy(devs), []))
+    assert "CD304" in by
+
+
+def mig_gpu(*uuids: str | None):
+    d = gpu(0, A100, "8.0")
+    d.mig_enabled = True
+    d.mig_instances = [MigInstance(i, uuid=u) for i, u in enumerate(uuids)]
+    return d
+
+
+MIG_A = "MIG-aaaaaaaa-1111-2222-3333-444455556666"
+
+
+MIG_B = "MIG-bbbbbbbb-1111-2222-3333-444455556666"
+
+
+def test_a_mig_token_is_not_judged_while_a_mig_uuid_is_unknown() -> None:
+    dev = mig_gpu(None)
+    facts = healthy([dev])
+    facts.system = linux(env={"CUDA_VISIBLE_DEVICES": MIG_A})
+    found = evaluate(facts, [])
+    codes = {f.code for f in found}
+    assert not codes & {"CD301", "CD302", "CD303"}  # not "hides all 1 GPU"
+    assert "CD305" in codes  # MIG mode is still told
+    assert from_env({"CUDA_VISIBLE_DEVICES": MIG_A}, [dev]) is None  # unknown, not empty
+    vis = parse(f"0,{MIG_A}", [mig_gpu(MIG_B, None)])
+    assert vis.undetermined == MIG_A and not vis.hides_all and vis.invalid_entry is None
+    # one instance known and named: that one is judged as before
+    vis = parse(MIG_B, [mig_gpu(MIG_B, None)])
+    assert [s.mig_uuid for s in vis.selected] == [MIG_B] and vis.undetermined is None
+    assert build("check", facts, [], found).status.name != "PROBLEMS"
+
+
+def test_an_unknown_mig_token_still_hides_every_gpu_when_every_uuid_is_known() -> None:
+    facts = healthy([mig_gpu(MIG_B)])
+    facts.system = linux(env={"CUDA_VISIBLE_DEVICES": MIG_A})
+    assert "CD301" in {f.code for f in evaluate(facts, [])}

@@ -4,6 +4,7 @@ and the real (CPU) torch for the children."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -18,8 +19,13 @@ from cudadoctor.backends.libraries import (
     parse_requirement,
     satisfies,
 )
+from cudadoctor.facts import Facts, TorchFacts
+from cudadoctor.facts.libraries import ImportFailure, PinCheck
 from cudadoctor.knowledge import companions
+from cudadoctor.report import Severity
+from cudadoctor.rules import evaluate
 from tests.conftest import ROOT
+from tests.facts_fixtures import gpu, healthy, linux, torch_cpu, torch_cuda
 
 PINS_28 = [
     'nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux" and platform_machine == "x86_64"',
@@ -249,18 +255,17 @@ from cudadoctor.facts.libraries import (  # noqa: E402
     CompanionCheck,
     CompileFacts,
     EnvironmentManager,
-    ImportFailure,
     LibraryFacts,
     LoadedLibrary,
-    PinCheck,
 )
 from cudadoctor.knowledge import wheels  # noqa: E402
-from cudadoctor.report import Severity  # noqa: E402
-from cudadoctor.rules import evaluate  # noqa: E402
 from cudadoctor.rules.install_advice import arch_reason  # noqa: E402
-from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda  # noqa: E402
+from tests.facts_fixtures import no_driver  # noqa: E402
+from tests.helpers import by_code, commands  # noqa: E402
 
 CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
+CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
+H100 = "NVIDIA H100 80GB HBM3"
 SITE = "/opt/venv/lib/python3.11/site-packages"
 
 
@@ -955,3 +960,88 @@ def test_environment_paths_in_fixes_are_one_shell_word():
     assert any(" -p '/opt/my env' " in c for c in cmds(conda))
     poetry = cpu_torch_with(EnvironmentManager("poetry", prefix="/w/q/.venv", project="/w/my q"))
     assert all(c.startswith("poetry -C '/w/my q' ") for c in cmds(poetry))
+
+
+def test_python_headers_on_an_unknown_distribution_are_a_label() -> None:
+    facts = Facts(
+        system=linux(os_id="gentoo"),
+        torch=torch_cpu(python_version="3.11.7"),
+        compile=CompileFacts(
+            python_executable="/opt/venv/bin/python",
+            compiler="/usr/bin/g++",
+            compiler_name="g++",
+            python_headers=False,
+            python_include="/usr/include/python3.11",
+            cpu_ok=False,
+            cpu_error="fatal error: Python.h: No such file or directory",
+        ),
+    )
+    found = evaluate(facts, [])
+    assert not any(c.lstrip().startswith("#") for c in commands(found))
+    whens = [r.when for f in found for r in f.fix]
+    assert any("Python development headers (Python.h) for /opt/venv/bin/python" in w for w in whens)
+    facts.system = linux(os_id="ubuntu")
+    assert "sudo apt install -y python3.11-dev" in commands(evaluate(facts, []))
+
+
+def test_pins_with_an_unknown_torch_version() -> None:
+    t = torch_cpu(version=None)
+    t.libraries = LibraryFacts(pins=[PinCheck("nvidia-cudnn-cu12", "==9.10.2.21", "9.1.0.70", ok=False)])
+    title = by_code(evaluate(Facts(system=linux(), torch=t), []))["CD219"].title
+    assert title == "nvidia-* wheels do not match the pins of torch (1 differ)"
+    t.version = "2.13.0+cu130"
+    title = by_code(evaluate(Facts(system=linux(), torch=t), []))["CD219"].title
+    assert title == "nvidia-* wheels do not match the pins of torch 2.13.0+cu130 (1 differ)"
+
+
+def windows_torch() -> TorchFacts:
+    rtx = [gpu(0, "NVIDIA GeForce RTX 4090", "8.9", total_gib=24)]
+    t = torch_cuda("2.13.0+cu130", "13.0", CU13X, rtx, libraries=None)  # the rules read the raw paths
+    t.python_executable = "C:\\venv\\Scripts\\python.exe"
+    t.path = "C:\\venv\\Lib\\site-packages\\torch"
+    return t
+
+
+def test_a_windows_report_keeps_windows_paths() -> None:
+    t = windows_torch()
+    t.loaded_libraries = {"cudnn": ["C:\\venv\\Lib\\site-packages\\torch\\lib\\cudnn64_9.dll"]}
+    win = linux(os="Windows", os_id=None)
+    assert "CD208" not in {f.code for f in evaluate(Facts(system=win, torch=t), [])}  # the wheel's own copy
+    t.loaded_libraries = {"cudnn": ["C:\\cuda\\bin\\cudnn64_9.dll"]}
+    assert "CD208" in {f.code for f in evaluate(Facts(system=win, torch=t), [])}
+
+    from cudadoctor.rules.libraries import import_failure_detail
+
+    t = windows_torch()
+    t.libraries = LibraryFacts(
+        import_failure=ImportFailure(
+            kind="undefined_symbol",
+            library="cublasLt64_12.dll",
+            symbol="foo",
+            family="cublas",
+            loaded_instead="C:\\cuda\\v12.1\\bin\\cublas64_12.dll",
+            loaded_origin="ld_library_path",
+        )
+    )
+    detail = import_failure_detail(Facts(system=win, torch=t))
+    assert detail is not None
+    assert detail[2][0].when.startswith("Drop C:\\cuda\\v12.1\\bin from LD_LIBRARY_PATH")
+
+
+def test_an_old_toolkit_with_unknown_loaded_libraries_is_info() -> None:
+    from cudadoctor.facts.libraries import LoadedLibrary
+
+    toolkit = "/usr/local/cuda-11.8/lib64"
+    lib = LoadedLibrary("cudnn", f"{toolkit}/libcudnn.so.8", "ld_library_path", "8.9.0", via=toolkit)
+
+    def problems(loaded: list | None) -> set[str]:
+        t = torch_cuda("2.13.0+cu130", "13.0", CU13X, [gpu(0, H100, "9.0")])
+        t.libraries = LibraryFacts(loaded=loaded, ld_library_path=[toolkit], stale_toolkits=[f"{toolkit}=11.8"])
+        found = evaluate(Facts(system=linux(), torch=t), [])
+        return {f.code for f in found if f.severity in (Severity.ERROR, Severity.WARNING)}
+
+    known = problems([lib])
+    assert "CD220" not in known  # a directory a library came through is told as a shadow (CD208), not twice
+    assert problems(None) <= known  # not knowing what was loaded adds no warning
+    assert problems([dataclasses.replace(lib, via=None)]) <= known
+    assert "CD220" in problems([])  # nothing came from there: the old toolkit itself is the warning

@@ -9,9 +9,16 @@ from click.testing import CliRunner
 
 from cudadoctor.backends import measure
 from cudadoctor.cli import cli
-from cudadoctor.facts import BandwidthFacts, SmokeFacts, SmokeStep, Transfer
+from cudadoctor.facts import (
+    BandwidthFacts,
+    Facts,
+    SmokeFacts,
+    SmokeStep,
+    Transfer,
+)
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.report import EXIT_PROBLEMS
+from cudadoctor.report import EXIT_PROBLEMS, Severity
+from cudadoctor.rules import evaluate as evaluate_all
 from cudadoctor.rules.measurements import evaluate
 from tests.facts_fixtures import gpu, healthy
 from tests.helpers import by_code
@@ -215,3 +222,19 @@ def test_a_rate_beyond_the_pcie_link_shows_no_share():
     facts.bandwidth = BandwidthFacts(transfers=copies(0, 380.0, 55.0, 26.0, 22.0))
     row = evaluate(facts)[0].tables[0].rows[0]
     assert row[1] == "380.0" and row[2] == "55.0 (87%)"
+
+
+def test_a_smoke_test_without_steps_is_not_ok() -> None:
+    found = evaluate_all(Facts(smoke=SmokeFacts(steps=[])), [])
+    assert "CD406" not in {f.code for f in found}
+    assert not any(f.severity is Severity.OK and f.section == "Measurements" for f in found)
+    skipped = by_code(found)["CD405"]
+    assert skipped.severity is Severity.INFO and skipped.title == "Smoke test: no training step ran"
+    no_losses = evaluate_all(Facts(smoke=SmokeFacts(steps=[SmokeStep("cpu", "mlp", [], None)])), [])
+    assert "CD406" not in {f.code for f in no_losses}
+
+
+def test_unknown_steps_per_second_is_na() -> None:
+    smoke = SmokeFacts(steps=[SmokeStep("cpu", "mlp", [2.3, 2.0], None), SmokeStep("cpu", "cnn", [2.3, 1.9], 0.0)])
+    ok = by_code(evaluate_all(Facts(smoke=smoke), []))["CD406"]
+    assert [r[2] for r in ok.tables[0].rows] == ["N/A", "0.0"]

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from cudadoctor.facts import PciDevice, PciFacts, ToolkitFacts, ToolkitInstall
-from cudadoctor.report import Severity
+from cudadoctor.facts import (
+    PciDevice,
+    PciFacts,
+    ToolkitFacts,
+    ToolkitInstall,
+)
+from cudadoctor.report import Finding, Severity
 from cudadoctor.rules import evaluate
-from tests.facts_fixtures import GiB, gpu, healthy, no_driver
+from tests.facts_fixtures import GiB, gpu, healthy, no_driver, torch_cuda
 from tests.helpers import by_code, codes, commands
+
+CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 
 
 def test_no_gpu_on_the_bus_says_so_and_that_torch_runs_on_cpu():
@@ -104,3 +111,19 @@ def test_healthy_multi_gpu_summary():
     assert f.title == "NVIDIA driver 550.54.14 (supports CUDA up to 12.4), 2 GPUs: NVIDIA H100 80GB HBM3"
     assert not [x for x in evaluate(facts, []) if x.severity is Severity.ERROR]
     assert facts.driver.devices[1].memory_free == 77 * GiB
+
+
+def t4_old_driver(in_container: bool) -> dict[str, Finding]:
+    dev = [gpu(0, "Tesla T4", "7.5", total_gib=15)]
+    facts = healthy(dev, driver="535.104.05", cuda=12020, in_container=in_container)
+    facts.torch = torch_cuda("2.13.0+cu130", "13.0", CU13X, dev, available=False)
+    return by_code(evaluate(facts, []))
+
+
+def test_a_driver_upgrade_in_a_container_says_on_the_host() -> None:
+    inside = [r for r in t4_old_driver(True)["CD203"].fix if "sudo reboot" in r.commands]
+    assert inside and all(
+        r.when.startswith("On the host (not in this container): upgrade the NVIDIA driver") for r in inside
+    )
+    outside = [r for r in t4_old_driver(False)["CD203"].fix if "sudo reboot" in r.commands]
+    assert outside and all(r.when.startswith("Upgrade the NVIDIA driver") for r in outside)

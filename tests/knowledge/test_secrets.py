@@ -1,5 +1,5 @@
-"""Secrets an adversarial tester slipped past the masking of command lines (`cudadoctor gpus`) and of
-environment values in reports, each with its harmless look-alike that must stay readable."""
+"""Secrets masked in command lines (`cudadoctor gpus`) and in environment values in reports, including
+those an adversarial tester slipped past, each with its harmless look-alike that must stay readable."""
 
 from __future__ import annotations
 
@@ -153,3 +153,16 @@ def test_a_report_does_not_hold_an_index_token_even_redacted(fake_libs, tmp_path
         assert "SECRETQ4" not in p.stdout + p.stderr
         shown = json.loads(p.stdout)["facts"]["system"]["env"]["UV_INDEX_URL"]
         assert shown == "https://h/simple?private_token=***"  # the index itself stays readable
+
+
+def test_secrets_are_masked_at_collection():
+    env = relevant_env(
+        {
+            "CUDA_TOKEN": "x",
+            "PIP_INDEX_URL": "https://u:p@h/simple",
+            "HOME": "/root",
+            "CUDA_VISIBLE_DEVICES": "0",
+        }
+    )
+    assert env == {"CUDA_TOKEN": "***", "PIP_INDEX_URL": "https://***@h/simple", "CUDA_VISIBLE_DEVICES": "0"}
+    assert mask_value("NCCL_PASSWORD", "x") == "***"
