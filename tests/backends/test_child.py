@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+
+from tests.conftest import ROOT
 
 CHILD_LEFT_RUNNING = """
 import os, sys, threading, time
@@ -19,11 +24,7 @@ sys.exit(130)  # as after Ctrl-C
 
 def test_children_left_running_are_killed_at_exit(tmp_path):
     """Ctrl-C does not reach children in their own session: the doctor kills them when it exits."""
-    import subprocess
-    import sys
     import time
-
-    from tests.conftest import ROOT
 
     marker = tmp_path / "pid"
     subprocess.run(
@@ -37,3 +38,11 @@ def test_children_left_running_are_killed_at_exit(tmp_path):
     except FileNotFoundError:
         alive = False
     assert not alive
+
+
+def test_input_to_a_child_that_never_reads_it_is_inside_the_bound():
+    from cudadoctor.backends.child import run_child
+
+    start = time.monotonic()
+    res = run_child(["sleep", "8"], timeout=1, stdin="x" * 300_000)
+    assert time.monotonic() - start < 5 and res.timed_out

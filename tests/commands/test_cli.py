@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from cudadoctor.probes import REGISTRY, Probe
 from cudadoctor.probes import names as probe_names
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_PROBLEMS, EXIT_USAGE, SCHEMA_VERSION
 from tests.conftest import H100_HEALTHY, ROOT, real_driver_present
+from tests.helpers import PY, doctor
 
 
 @pytest.fixture
@@ -289,7 +291,6 @@ def test_findings_catalogue_is_up_to_date():
 
 def test_readme_and_help_name_every_probe_from_the_registry(runner):
     """--only/--skip, their help and the README list the same probes: the registry's."""
-    import re
 
     readme = (ROOT / "README.md").read_text()
     row = next(line for line in readme.splitlines() if "--only driver,torch" in line)
@@ -425,7 +426,6 @@ def test_from_reads_null_for_every_list_and_mapping(runner, tmp_path, keep_items
 def _shows_none(out: str) -> list[str]:
     """Lines a user reads that show None/null: not the JSON facts a Markdown report folds away (JSON may
     hold null), not a redirection to /dev/null, not the Python value a page names."""
-    import re
 
     out = re.sub(r"```json\n.*?\n```", "", out, flags=re.DOTALL)
     out = out.replace("/dev/null", "").replace("torch.version.cuda is None", "")
@@ -474,3 +474,97 @@ def test_from_never_turns_a_null_list_into_a_finding(runner, tmp_path):
     gpu["processes"] = None
     path.write_text(json.dumps(saved))
     assert "CD147" not in codes()
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda p: p.write_text("[" * 1000 + "]" * 1000), "nested too deeply"),
+        (
+            lambda p: p.write_text('{"tool":"cudadoctor","schema_version":2,"facts":' + "[" * 900 + "]" * 900 + "}"),
+            "deeply",
+        ),
+        (lambda p: os.mkfifo(p), "not a regular file"),
+        (lambda p: p.write_bytes(b"\0\1\2binary"), "binary"),
+        (lambda p: p.write_text('{"tool":"cudadoctor","schema_version":99,"facts":{}}'), "newer than"),
+    ],
+)
+def test_from_hostile_files_is_one_line_within_a_bound(tmp_path, make, message):
+    path = tmp_path / "report.json"
+    make(path)
+    start = time.monotonic()
+    r = doctor("check", "--from", str(path), timeout=20)
+    assert time.monotonic() - start < 10
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text", ["[" * 100 + "]" * 100, '{"tool":"cudadoctor","facts":' + "[" * 100 + "]" * 100 + "}"])
+def test_nesting_beyond_the_bound_is_refused_on_every_python(text):
+    """100 levels parse on every Python (no RecursionError), so the bound is the reader's own."""
+    from cudadoctor.facts.codec import FormatError, load_report
+
+    with pytest.raises(FormatError, match="nested too deeply"):
+        load_report(text)
+
+
+def test_from_dev_zero_is_refused_at_once():
+    r = doctor("check", "--from", "/dev/zero", timeout=20)
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["check", "--timeout", "1e10"], ["gpus", "--watch", "1e10"]])
+def test_a_time_bound_beyond_the_platform_is_a_usage_error(args):
+    """A deadline 1e10 s away overflowed time_t: an internal error, exit 3."""
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2 and "more than 1e+06 seconds" in r.output
+
+
+@pytest.mark.parametrize("args", [["--output", ""], ["--junit", ""], ["--python", ""], ["--config", ""]])
+def test_empty_paths_are_usage_errors(args):
+    r = CliRunner().invoke(cli, ["check", "--skip", "torch", *args])
+    assert r.exit_code == 2 and "empty path" in r.output
+
+
+def test_explain_prints_the_fixes_too():
+    r = CliRunner().invoke(cli, ["explain", "cd103"])
+    assert r.exit_code == 0 and "Fix —" in r.output and "sudo reboot" in r.output
+
+
+def test_version_help_and_completion():
+    runner = CliRunner()
+    assert runner.invoke(cli, ["-V"]).output.startswith("cudadoctor, version")
+    bare = runner.invoke(cli, [])
+    assert bare.exit_code == 0 and "Commands" in bare.output and "gpus" in bare.output
+    for shell in ("bash", "zsh", "fish"):
+        r = runner.invoke(cli, ["completion", shell])
+        assert r.exit_code == 0 and "_CUDADOCTOR_COMPLETE" in r.output
+
+
+def test_completion_completes_commands_and_options():
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "_CUDADOCTOR_COMPLETE": "bash_complete",
+        "COMP_WORDS": "cudadoctor gp",
+        "COMP_CWORD": "1",
+    }
+    p = subprocess.run([PY, "-m", "cudadoctor"], capture_output=True, text=True, env=env, timeout=30)
+    assert "gpus" in p.stdout
+    env.update(COMP_WORDS="cudadoctor gpus --so", COMP_CWORD="2")
+    p = subprocess.run([PY, "-m", "cudadoctor"], capture_output=True, text=True, env=env, timeout=30)
+    assert "--sort-by" in p.stdout
+
+
+def test_a_replay_is_visibly_a_replay(tmp_path):
+    saved = tmp_path / "r.json"
+    doctor("check", "--skip", "torch", "--output", str(saved))
+    r = doctor("check", "--from", str(saved))
+    assert r.stdout.splitlines()[1].startswith("Replay of")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_time_bounds_must_be_finite(value):
+    for args in (["gpus", "--timeout", value], ["gpus", "--watch", value], ["check", "--timeout", value]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 2 and "finite" in r.output

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
+from click.testing import CliRunner
 
+from cudadoctor.cli import cli
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from cudadoctor.rules.requirements import evaluate
 from tests.facts_fixtures import GiB, gpu, healthy, torch_cuda
-from tests.helpers import codes
+from tests.helpers import codes, doctor
 
 H100_FAKE = """\
 driver 580.95.05
@@ -356,3 +359,51 @@ def test_a_hidden_gpus_fix_selects_only_after_showing_them(run_cli):
     assert _picked(run_cli, select[-1], machine=FOUR_A100)["code"] == 0  # after the unset: it succeeds
     hidden = _picked(run_cli, select[-1], machine=FOUR_A100, env={"CUDA_VISIBLE_DEVICES": "-1"})
     assert hidden["code"] == 4  # why it may not come alone
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("tool = 5\n", "tool: expected a table"),
+        ("[tool.cudadoctor]\nmin-free-memory = -5\n", "min-free-memory"),
+        ("[tool.cudadoctor]\nmin-free-memory = '-8GiB'\n", "min-free-memory"),
+        ("[tool.cudadoctor]\nmin-compute-capability = '².0'\n", "min-compute-capability"),
+        ("[tool.cudadoctor]\nrequire-gpus = '²'\n", "require-gpus"),
+    ],
+)
+def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, words):
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text(text)
+    r = doctor("check", "--skip", "torch", "--config", str(cfg))
+    assert r.returncode == 2 and words in r.stderr and str(cfg) in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_config_that_is_not_a_regular_file_is_refused_at_once(tmp_path):
+    """--config /dev/zero grew to 24 GB; a FIFO hung. The nearest cudadoctor.toml that is not a file is
+    passed over with a warning, not read."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        r = doctor("check", "--skip", "torch", "--config", path, timeout=20)
+        assert r.returncode == 2 and "not a regular file" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "cudadoctor.toml").symlink_to("/dev/zero")
+    r = doctor("check", "--only", "system", cwd=tmp_path, timeout=20)
+    assert r.returncode == 0 and "ignoring" in r.stderr and "not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_bandwidth_gate_of_nan_or_inf_is_refused(tmp_path, value):
+    """nan compares false with every rate: the gate would never fail."""
+    r = CliRunner().invoke(cli, ["check", "--skip", "torch", "--min-h2d-gbps", value])
+    assert r.exit_code == 2 and "not a positive number of GB/s" in r.output
+    cfg = tmp_path / "cudadoctor.toml"
+    cfg.write_text(f"min-h2d-gbps = {value}\n")
+    r = doctor("check", "--skip", "torch", "--config", str(cfg))
+    assert r.returncode == 2 and "min-h2d-gbps" in r.stderr and str(cfg) in r.stderr
+
+
+def test_an_unrelated_broken_pyproject_is_a_warning(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project\nname = broken")
+    r = doctor("check", "--skip", "torch", cwd=tmp_path)
+    assert r.returncode in (0, 1)  # not a usage error
+    assert "warning: ignoring" in r.stderr and "pyproject.toml" in r.stderr

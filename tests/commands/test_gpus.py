@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -11,11 +12,15 @@ import sys
 import time
 
 import pytest
+from click.testing import CliRunner
 
+from cudadoctor.cli import cli
 from cudadoctor.commands.gpus_pick import export_lines, pick, sort_devices
 from cudadoctor.facts import NvmlDevice
+from cudadoctor.knowledge.visibility import parse
+from cudadoctor.render.gpus_table import unique_prefixes
 from cudadoctor.report import EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from tests.conftest import ROOT, fake_machine_env
+from tests.conftest import H100_HEALTHY, ROOT, fake_machine_env
 
 GiB = 1 << 30
 
@@ -182,9 +187,6 @@ def test_gpus_never_imports_torch_nor_the_check_machinery(fake_libs, tmp_path):
 
 
 def test_gpus_through_the_click_group_too(fake_libs, tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from cudadoctor.cli import cli
 
     assert CliRunner().invoke(cli, ["gpus", "--pick", "0"]).exit_code == EXIT_USAGE
     assert "Usage: cli gpus" in CliRunner().invoke(cli, ["gpus", "--help"]).output
@@ -544,3 +546,111 @@ def test_wait_shows_a_status_line_on_a_terminal_and_ctrl_c_is_130(fake_libs, tmp
     # nothing is left running: no NVML child of the doctor survives it
     leftover = subprocess.run(["pgrep", "-s", str(p.pid)], capture_output=True, text=True).stdout.split()
     assert leftover == []
+
+
+def test_unique_uuid_prefixes_tell_four_a100s_apart():
+    uuids = [f"GPU-3f1e9a2c-{i}a00-4000-8000-00000000000{i}" for i in range(4)]
+    shown = unique_prefixes(uuids)
+    assert len(set(shown.values())) == 4
+    assert all(len(v) < len(u) for u, v in shown.items())
+    devices = [NvmlDevice(index=i, uuid=u) for i, u in enumerate(uuids)]
+    for u, prefix in shown.items():  # CUDA_VISIBLE_DEVICES accepts the prefix as it is
+        assert parse(prefix, devices).selected[0].device.uuid == u
+
+
+def test_pick_chooses_within_cuda_visible_devices_and_by_capability(run_cli):
+    machine = (
+        "driver 580.95.05\ncuda 13000\n"
+        'device name="Tesla T4" cc=7.5 used=0 total=16000000000\n'
+        'device name="NVIDIA A100-SXM4-80GB" cc=8.0 used=60000000000\n'
+        'device name="NVIDIA A100-SXM4-80GB" cc=8.0 used=0\n'
+    )
+    env = {"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    r = run_cli("gpus", "--pick", "1", machine=machine, env=env)
+    assert r.code == 0 and r.stdout.strip().endswith("000000000001")  # GPU 2, the freest, is not visible
+    r = run_cli("gpus", "--pick", "1", "--min-cc", "8.0", machine=machine, env=env)
+    assert r.code == 0 and r.stdout.strip().endswith("000000000001")
+    r = run_cli("gpus", "--pick", "2", "--min-cc", "8.0", machine=machine, env=env)
+    assert r.code == 4 and "compute capability 7.5 below 8.0" in r.stderr and "hides 1" in r.stderr
+
+
+def test_an_nvml_child_stuck_in_the_driver_does_not_hang_gpus(fake_libs, tmp_path):
+    """SIGKILL lands only when a call in the kernel returns, and a hung GPU's may never: `gpus` then goes
+    on without the child (here a kill that cannot land yet) and keeps the table."""
+    machine = tmp_path / "machine.txt"
+    machine.write_text(H100_HEALTHY + "hang_in nvmlShutdown\n")
+    script = (
+        "import sys\n"
+        "from cudadoctor.backends import nvml_isolated\n"
+        "stuck = []\n"
+        "nvml_isolated._kill = stuck.append\n"
+        "nvml_isolated.SHUTDOWN_GRACE, nvml_isolated.KILL_GRACE = 0.2, 0.5\n"
+        "sys.argv = ['cudadoctor', 'gpus']\n"
+        "from cudadoctor.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    sys.stderr.write(f'STUCK {stuck}\\n')\n"
+    )
+    env = {**os.environ, **fake_machine_env(machine, list(fake_libs)), "COLUMNS": "80"}
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    stuck = [int(p) for p in re.findall(r"\d+", r.stderr.rsplit("STUCK", 1)[-1])]
+    for pid in stuck:  # the test's own clean-up: the real child only sleeps in the fake library
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert time.monotonic() - start < 20 and stuck
+    assert r.returncode == 0 and "H100" in r.stdout  # every GPU was read: the table stays
+    assert "nvmlShutdown" in r.stderr and "could not be stopped (stuck in the driver)" in r.stderr
+
+
+def test_a_gpu_name_that_is_not_utf8_keeps_the_table(fake_libs, tmp_path):
+    """The binding decodes names strictly: one GPU's odd bytes threw away every GPU, blaming nvmlShutdown."""
+    machine = tmp_path / "machine.txt"
+    machine.write_bytes(
+        b"driver 580.95.05\ncuda 13000\n"
+        b'device name="NVIDIA \xff\xfe X" cc=9.0 total=85899345920 used=1073741824 uuid=GPU-1\n'
+        b'device name="NVIDIA H100 80GB HBM3" cc=9.0 total=85899345920 used=1073741824 uuid=GPU-2\n'
+    )
+    env = {**os.environ, **fake_machine_env(machine, list(fake_libs)), "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "cudadoctor", "gpus", "--json"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    names = [g["name"] for g in json.loads(r.stdout)["gpus"]]
+    assert names == ["NVIDIA \ufffd\ufffd X", "NVIDIA H100 80GB HBM3"]
+
+
+def test_a_count_query_nvml_does_not_support_is_named(run_cli):
+    """NOT_SUPPORTED is the normal answer of optional queries, not of the GPU count."""
+    r = run_cli("gpus", machine=H100_HEALTHY + "count_error 3\n")
+    assert r.code == 3 and "nvmlDeviceGetCount: NOT_SUPPORTED" in r.stderr
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY + "count_error 3\n")
+    assert any("nvmlDeviceGetCount (NOT_SUPPORTED)" in f["title"] for f in r.json["findings"])
+    assert r.json["status"] != "healthy"
+
+
+def test_nvml_crash_and_hang_and_a_failing_count(run_cli):
+    crash = H100_HEALTHY + "crash_in nvmlDeviceGetUUID\n"
+    r = run_cli("gpus", machine=crash)
+    assert r.code == 3 and "SIGSEGV" in r.stderr and "nvmlDeviceGetUUID" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = run_cli("check", "--skip", "torch", "--json", machine=crash)
+    f = next(f for f in r.json["findings"] if f["code"] == "CD107")
+    assert "nvmlDeviceGetUUID" in f["title"]
+    start = time.monotonic()
+    r = run_cli("gpus", machine=H100_HEALTHY + "hang_in nvmlShutdown\n")
+    assert time.monotonic() - start < 10
+    assert r.code == 0 and "H100" in r.stdout and "nvmlShutdown" in r.stderr  # the table survives
+    r = run_cli("gpus", "--timeout", "2", machine=H100_HEALTHY + "hang_in nvmlDeviceGetMemoryInfo\n")
+    assert r.code == 3 and "nvmlDeviceGetMemoryInfo" in r.stderr
+    r = run_cli("gpus", machine=H100_HEALTHY + "count_error 999\n")
+    assert r.code == 3 and "nvmlDeviceGetCount" in r.stderr  # not an empty table and exit 0
+    r = run_cli("check", "--skip", "torch", "--json", machine=H100_HEALTHY + "count_error 999\n")
+    assert any("nvmlDeviceGetCount" in f["title"] for f in r.json["findings"])
+
+
+def test_a_long_cuda_visible_devices_is_cut_in_the_gpus_header(run_cli):
+    env = {"CUDA_VISIBLE_DEVICES": ",".join(["GPU-11111111-2222-3333-4444-555555555555"] * 3)}
+    r = run_cli("gpus", machine=H100_HEALTHY, env=env)
+    assert max(len(ln) for ln in r.stdout.splitlines()) <= 80 and "…" in r.stdout.splitlines()[0]
+    wide = run_cli("gpus", "--wide", machine=H100_HEALTHY, env=env)
+    assert env["CUDA_VISIBLE_DEVICES"] in wide.stdout.splitlines()[0]

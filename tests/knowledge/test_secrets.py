@@ -13,6 +13,7 @@ import pytest
 from cudadoctor.backends.host import relevant_env
 from cudadoctor.knowledge.secrets import mask_secrets, mask_value
 from tests.conftest import H100_HEALTHY, ROOT, fake_machine_env
+from tests.helpers import PY
 
 
 @pytest.mark.parametrize(
@@ -166,3 +167,52 @@ def test_secrets_are_masked_at_collection():
     )
     assert env == {"CUDA_TOKEN": "***", "PIP_INDEX_URL": "https://***@h/simple", "CUDA_VISIBLE_DEVICES": "0"}
     assert mask_value("NCCL_PASSWORD", "x") == "***"
+
+
+@pytest.mark.parametrize(
+    "command,secret",
+    [
+        ("python train.py --token abc123XYZ", "abc123XYZ"),
+        ("python train.py --api-key=abc123XYZ", "abc123XYZ"),
+        ("python x.py hf_abcdefghijklmnopqrstuv", "hf_abcdefghijklmnopqrstuv"),
+        ("python x.py sk-proj-abcdefghijklmnop", "sk-proj-abcdefghijklmnop"),
+        ("aws AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP"),
+        ("git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123@github.com/x/y", "ghp_abcdefghijklmnopqrstuvwxyz0123"),
+        ("pip install --index-url https://user:pa55w0rd@host/simple x", "pa55w0rd"),
+        ("curl https://host/x?access_token=abc123XYZ&y=1", "abc123XYZ"),
+    ],
+)
+def test_secret_looking_arguments_are_masked(command, secret):
+    masked = mask_secrets(command)
+    assert secret not in masked and "***" in masked
+    assert masked.split()[0] == command.split()[0]  # the rest is kept
+
+
+def test_query_string_credentials_in_the_environment_are_masked():
+    assert (
+        mask_value("PIP_EXTRA_INDEX_URL", "https://host/simple?access_token=SECRET")
+        == "https://host/simple?access_token=***"
+    )
+    assert mask_value("HF_TOKEN", "hf_x") == "***"
+
+
+def test_gpus_masks_process_command_lines(fake_libs, tmp_path):
+    sleeper = subprocess.Popen(
+        [PY, "-c", "import time; time.sleep(60)", "--token", "TOPSECRET123", "hf_abcdefghijklmnop"]
+    )
+    try:
+        machine = tmp_path / "m.txt"
+        machine.write_text(H100_HEALTHY + f"process gpu=0 pid={sleeper.pid} mem=1073741824\n")
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            **fake_machine_env(machine, [fake_libs[0]]),
+        }
+        for args in (["gpus"], ["gpus", "--json"], ["gpus", "--wide"]):
+            p = subprocess.run([PY, "-m", "cudadoctor", *args], capture_output=True, text=True, env=env, timeout=30)
+            assert p.returncode == 0, p.stderr
+            assert "TOPSECRET123" not in p.stdout and "hf_abcdefghijklmnop" not in p.stdout
+            if args != ["gpus"]:  # (the 80-column table cuts the command line before it)
+                assert "--token ***" in p.stdout
+    finally:
+        sleeper.kill()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,7 +16,7 @@ from cudadoctor.knowledge.visibility import enumeration_order, from_env, parse
 from cudadoctor.report import build
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import gpu, healthy, linux
-from tests.helpers import by_code
+from tests.helpers import by_code, doctor
 
 
 def dev(i: int, name: str = "NVIDIA A100-SXM4-80GB", cc: str = "8.0", total: int = 80) -> NvmlDevice:
@@ -186,3 +187,15 @@ def test_an_unknown_mig_token_still_hides_every_gpu_when_every_uuid_is_known() -
     facts = healthy([mig_gpu(MIG_B)])
     facts.system = linux(env={"CUDA_VISIBLE_DEVICES": MIG_A})
     assert "CD301" in {f.code for f in evaluate(facts, [])}
+
+
+@pytest.mark.parametrize("raw", ["²", "①", "٣", "1" * 100_000, "0,²", "GPU-²"])
+def test_cuda_visible_devices_takes_ascii_digits_only(raw):
+    devices = [NvmlDevice(index=i, name="A100", uuid=f"GPU-{i}aaa", compute_capability="8.0") for i in range(2)]
+    vis = parse(raw, devices)
+    first = raw.split(",")[0]
+    assert vis.invalid_entry is not None
+    if first != "0":
+        assert vis.hides_all  # an invalid first entry hides every GPU, as in CUDA
+    r = doctor("check", "--skip", "torch", "--json", env={"CUDA_VISIBLE_DEVICES": raw[:20000]})
+    assert "Traceback" not in r.stderr and r.returncode in (0, 1)
