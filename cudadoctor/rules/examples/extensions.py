@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
-from cudadoctor.rules.examples.base import VENV, _driver_580, _gpu, _libcuda, _ubuntu, _venv_torch
+from cudadoctor.rules.examples.base import VENV, _driver_580, _gpu, _ubuntu, _venv_torch, libcuda_ok
 
 _FLASH = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
 _LINKS = ["libc10.so", "libtorch.so", "libcudart.so.13"]
@@ -20,7 +20,7 @@ def extension_machines() -> list[Facts]:
         Facts(
             system=_ubuntu(),
             driver=_driver_580(h100),
-            cuda_driver=_libcuda(),
+            cuda_driver=libcuda_ok(),
             torch=_venv_torch(),
             extensions=ExtensionFacts(
                 python_executable=VENV,
@@ -38,7 +38,7 @@ def extension_machines() -> list[Facts]:
         Facts(
             system=_ubuntu(),
             driver=_driver_580(rtx5090),
-            cuda_driver=_libcuda(),
+            cuda_driver=libcuda_ok(),
             torch=_venv_torch(),
             extensions=ExtensionFacts(
                 python_executable=VENV,

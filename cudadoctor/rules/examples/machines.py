@@ -56,10 +56,10 @@ from cudadoctor.rules.examples.base import (
     _driver,
     _driver_580,
     _gpu,
-    _libcuda,
     _torch,
     _ubuntu,
     _venv_torch,
+    libcuda_ok,
 )
 from cudadoctor.rules.examples.extensions import extension_machines
 from cudadoctor.rules.requirements import Requirements
@@ -145,7 +145,7 @@ def _libcuda_trouble() -> list[Facts]:
         Facts(
             system=_ubuntu(),
             driver=drv,
-            cuda_driver=_libcuda(12040, init_result=999, init_error_name="CUDA_ERROR_UNKNOWN", device_count=None),
+            cuda_driver=libcuda_ok(12040, init_result=999, init_error_name="CUDA_ERROR_UNKNOWN", device_count=None),
         ),
         # cuInit hangs (a wedged GPU)
         Facts(system=_ubuntu(), driver=drv, cuda_driver=CudaDriverFacts(timed_out=True)),
@@ -153,7 +153,7 @@ def _libcuda_trouble() -> list[Facts]:
         Facts(
             system=_ubuntu(env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64/stubs:/usr/local/cuda-12.4/lib64"}),
             driver=drv,
-            cuda_driver=_libcuda(
+            cuda_driver=libcuda_ok(
                 12040,
                 library_path="/usr/local/cuda-12.4/lib64/stubs/libcuda.so",
                 init_result=34,
@@ -265,7 +265,7 @@ def _kernel_module() -> list[Facts]:
         Facts(
             system=_ubuntu(kernel=KERNEL),
             driver=_driver(devices=hgx, driver_version="550.90.07", cuda_driver_version=12040),
-            cuda_driver=_libcuda(
+            cuda_driver=libcuda_ok(
                 12040, init_result=802, init_error_name="CUDA_ERROR_SYSTEM_NOT_READY", device_count=None
             ),
             platform=PlatformFacts(
@@ -312,14 +312,14 @@ def _wsl() -> list[Facts]:
         Facts(
             system=wsl2,
             driver=_driver(devices=rtx, driver_version="560.94", cuda_driver_version=12060),
-            cuda_driver=_libcuda(12060, init_result=100, init_error_name="CUDA_ERROR_NO_DEVICE", device_count=None),
+            cuda_driver=libcuda_ok(12060, init_result=100, init_error_name="CUDA_ERROR_NO_DEVICE", device_count=None),
             platform=_wsl_platform(shadowing_libs=["/usr/lib/x86_64-linux-gnu/libcuda.so.1"]),
         ),
         # "GPU access blocked by the operating system"
         Facts(
             system=wsl2,
             driver=_driver("OPERATING_SYSTEM"),
-            cuda_driver=_libcuda(init_result=304, init_error_name="CUDA_ERROR_OPERATING_SYSTEM", driver_version=None),
+            cuda_driver=libcuda_ok(init_result=304, init_error_name="CUDA_ERROR_OPERATING_SYSTEM", driver_version=None),
             platform=_wsl_platform(),
         ),
     ]
@@ -352,7 +352,7 @@ def _containers() -> list[Facts]:
         Facts(
             system=inside,
             driver=_driver_580(a10),
-            cuda_driver=_libcuda(),
+            cuda_driver=libcuda_ok(),
             torch=_venv_torch(),
             platform=_container(visible_devices="all", driver_capabilities="compute,utility"),
             smoke=SmokeFacts(
@@ -491,7 +491,7 @@ def _torch_builds() -> list[Facts]:
         Facts(
             system=_ubuntu(),
             driver=_driver_580(rtx5090),
-            cuda_driver=_libcuda(),
+            cuda_driver=libcuda_ok(),
             torch=_venv_torch(version="2.13.0+cu126", cuda="12.6", arch_flags=cu126, kernel_error=no_kernel),
             smoke=SmokeFacts(
                 steps=[SmokeStep("cpu", "cnn", [2.30, 1.71]), SmokeStep("cuda:0", "cnn", error=no_kernel)]
@@ -891,7 +891,7 @@ def _gate() -> tuple[Facts, Requirements]:
     facts = Facts(
         system=_ubuntu(env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}),
         driver=_driver_580(shared),
-        cuda_driver=_libcuda(n=4),
+        cuda_driver=libcuda_ok(n=4),
         torch=_venv_torch(device_count=4, cudnn_version=None),
     )
     gate = Requirements(

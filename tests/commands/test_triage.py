@@ -1,0 +1,636 @@
+"""`cudadoctor triage`: the paste parsers one format at a time, the GPU name table, the corpus of pastes
+with their expected verdicts (tests/triage_corpus/expected.json), the command line and the GitHub
+Actions recipe's script."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudadoctor.backends.paste import collect_env, env_reports, errors, nvcc, nvidia_smi, packages, read, text
+from cudadoctor.commands.triage import diagnose
+from cudadoctor.knowledge import gpu_names
+from cudadoctor.report import Status
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "triage_corpus"
+EXPECTED = {k: v for k, v in json.loads((CORPUS / "expected.json").read_text()).items() if not k.startswith("_")}
+
+
+def paste(name: str) -> str:
+    return (CORPUS / name).read_text(encoding="utf-8")
+
+
+def lines(name: str) -> list[str]:
+    return text.lines(paste(name))
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def cli(*args: str, stdin: bytes | None = None) -> Ran:
+    """`cudadoctor triage ARGS` in this process (the command reads nothing of this machine)."""
+    from cudadoctor.cli import cli as group
+
+    r = CliRunner().invoke(group, ["triage", *args], input=stdin if stdin is not None else b"")
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return Ran(r.exit_code, r.stdout_bytes, r.stderr_bytes)
+
+
+def cli_process(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The real command line, in a child: what a user runs."""
+    return subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "triage", *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+
+
+# --- the corpus --------------------------------------------------------------------------------
+
+
+def test_every_paste_in_the_corpus_has_an_expectation():
+    files = {p.name for p in CORPUS.iterdir() if p.suffix in (".txt", ".md")} - {"unrelated_text.txt"}
+    assert files == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_verdict(name):
+    want = EXPECTED[name]
+    p = read(paste(name))
+    rep = diagnose(p)
+    codes = {f.code for f in rep.findings}
+    for fmt in want["formats"]:
+        assert fmt in p.formats, (fmt, p.formats)
+    assert set(want["codes"]) <= codes, (want["codes"], sorted(codes))
+    assert not set(want["absent"]) & codes, sorted(codes)
+    assert rep.status.value == want["status"], rep.verdict
+    ask = next((f for f in rep.findings if f.code == "CD901"), None)
+    for command in want.get("ask", []):
+        assert ask is not None and any(command in c for fx in ask.fix for c in fx.commands)
+
+
+def test_the_corpus_covers_every_verdict_family():
+    families = " ".join(v["family"] for v in EXPECTED.values())
+    for family in (
+        "CPU-only wheel",
+        "driver too old",
+        "arch not in build",
+        "GPU too old",
+        "NVML mismatch",
+        "device order",
+        "cuDNN",
+        "container",
+        "WSL",
+        "CUDA errors",
+        "library mismatches",
+        "checkpoint",
+    ):
+        assert family in families, family
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_ask_for_whenever_a_deciding_fact_is_unknown(name):
+    p = read(paste(name))
+    f = p.facts
+    assert f.paste is not None
+    if f.paste.from_report:
+        return
+    macos = f.system is not None and f.system.os == "Darwin"  # there is no NVIDIA driver to ask about
+    undecided = f.torch is None or f.torch.cuda_built is None or (f.driver is None and not macos)
+    codes = {x.code for x in diagnose(p).findings}
+    if undecided:
+        assert "CD901" in codes
+
+
+def test_only_torch_version_is_never_healthy():
+    rep = diagnose(read(">>> torch.__version__\n'2.13.0'\n"))
+    assert rep.status is Status.INCOMPLETE and rep.exit_code == 3  # no verdict: not enough to tell
+    assert rep.verdict.startswith("NOT ENOUGH TO TELL") and "nvidia-smi" in rep.verdict
+    ask = next(f for f in rep.findings if f.code == "CD901")
+    assert "nvidia-smi" in ask.title
+
+
+def test_truncating_a_paste_never_crashes_and_never_turns_healthy_without_torch_ok():
+    whole = paste("issue_mixed_wrapped_truncated.md").splitlines()
+    for n in range(1, len(whole) + 1, 3):
+        p = read("\n".join(whole[:n]))
+        if p.empty:
+            continue
+        rep = diagnose(p)
+        if rep.status is Status.HEALTHY:
+            assert any(f.code == "CD200" for f in rep.findings)
+
+
+def test_the_verdict_names_what_the_paste_did_not_show():
+    rep = diagnose(read(paste("nvml_mismatch.txt")))
+    assert rep.scope is not None and "not checked" in rep.scope and "torch" in rep.scope
+
+
+def test_the_real_collect_env_of_this_torch_parses():
+    p = read(paste("collect_env_2.13_real_cpu.txt"))
+    t = p.facts.torch
+    assert t is not None and t.version == "2.13.0+cpu" and t.cuda_built is False and t.cuda is None
+    assert p.facts.driver is None  # "Could not collect": unknown, not "no driver"
+    assert p.facts.system is not None and p.facts.system.os == "Linux"
+
+
+# --- one parser at a time ------------------------------------------------------------------------
+
+
+def test_collect_env_torch_2x():
+    part = collect_env.parse(lines("collect_env_2.1_cpu_wheel_on_gpu.txt"))
+    v = part.values
+    assert v["torch_version"] == "2.1.0+cpu" and v["torch_cuda_built"] is False and v["torch_available"] is False
+    assert v["driver_version"] == "535.104.05" and v["nvml_status"] == "ok" and v["gpu_count"] == 1
+    assert v["os"] == "Linux" and v["machine"] == "x86_64" and v["python_version"] == "3.10.12"
+    assert part.gpus[0].name == "NVIDIA GeForce RTX 3090"
+    assert part.packages["torch"] == "2.1.0+cpu"
+    assert "nvcc_version" not in v  # "Could not collect" stays unknown
+
+
+def test_collect_env_torch_1x_and_multiline_gpus():
+    part = collect_env.parse(lines("collect_env_1.4_v100.txt"))
+    assert part.values["torch_cuda"] == "10.1" and part.values["torch_available"] is True
+    assert [g.name for g in part.gpus] == ["Tesla V100-SXM2-16GB"] * 2
+    assert part.values["nvcc_version"] == "10.1"
+    assert "os" in part.values and "machine" not in part.values  # 1.x printed no machine
+
+
+def test_collect_env_windows_crlf_and_localized():
+    p = read(paste("collect_env_windows_crlf_healthy.txt"))
+    assert p.facts.system is not None and p.facts.system.os == "Windows"
+    loc = collect_env.parse(lines("collect_env_windows_localized_cpu_wheel.txt"))
+    assert loc.values["os"] == "Windows" and loc.values["os_release"] == "Microsoft Windows 11 Famille"
+    assert loc.values["torch_cuda_built"] is False
+    assert loc.gpus[0].name == "NVIDIA GeForce RTX 3060 Laptop GPU"
+
+
+def test_collect_env_vllm_sections_and_environment():
+    part = collect_env.parse(lines("vllm_collect_env_h100.txt"))
+    assert part.format == "vLLM collect_env"
+    assert part.values["torch_available"] is True and part.values["torch_cuda"] == "12.4"
+    assert len(part.gpus) == 2 and part.env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert part.packages["nvidia-cuda-runtime-cu12"] == "12.4.127"
+
+
+def test_collect_env_wsl_platform():
+    part = collect_env.parse(lines("wsl_collect_env_no_driver.txt"))
+    assert part.values["wsl"] is True
+    assert "driver_version" not in part.values and not part.gpus  # "No CUDA" is not a fact
+
+
+def test_accelerate_and_transformers_env():
+    acc = env_reports.parse_hf(lines("accelerate_env.txt"))
+    assert acc.format == "accelerate env"
+    assert acc.values["torch_version"] == "2.4.1+cu121" and acc.values["torch_available"] is True
+    assert acc.torch_gpus[0].name == "NVIDIA A10G"
+    old = env_reports.parse_hf(lines("transformers_env_old.txt"))
+    assert old.format == "transformers env" and old.values["torch_available"] is False and old.values["os"] == "Windows"
+    na = env_reports.parse_hf(lines("transformers_env_accelerator_na.txt"))
+    assert na.values["torch_available"] is False and "torch_cuda_built" not in na.values
+
+
+def test_ds_report_with_colours():
+    assert env_reports.detect_ds(lines("ds_report_small_shm.txt"))
+    part = env_reports.parse_ds(lines("ds_report_small_shm.txt"))
+    assert part.values["torch_cuda"] == "12.1" and part.values["nvcc_version"] == "12.1"
+    assert part.values["shm_total"] == 64 << 20
+
+
+def test_nvidia_smi_banner_old_layout_truncated_name():
+    part = nvidia_smi.parse(lines("driver_too_old_smi_pip.txt"))
+    assert part.values["driver_version"] == "470.82.01" and part.values["driver_cuda"] == 11040
+    assert part.gpus[0].name == "Tesla V100-SXM2..." and part.gpus[0].memory_total == 16160 << 20
+
+
+def test_nvidia_smi_banner_new_layout_two_gpus():
+    part = nvidia_smi.parse(lines("device_order_mixed_gpus.txt"))
+    assert [g.name for g in part.gpus] == ["NVIDIA GeForce RTX 3060", "NVIDIA GeForce RTX 4090"]
+    assert part.values["gpu_count"] == 2 and part.values["driver_cuda"] == 12020
+
+
+def test_nvidia_smi_list_query_csv_topo():
+    part = nvidia_smi.parse(lines("nvidia_smi_L_and_nvcc.txt"))
+    assert part.gpus[1].uuid.startswith("GPU-1c8f") and part.gpus[0].name == "NVIDIA RTX A6000"
+    q = nvidia_smi.parse(lines("nvidia_smi_q.txt"))
+    assert q.format == "nvidia-smi -q"
+    assert q.gpus[0].name == "NVIDIA A100-SXM4-40GB" and q.gpus[0].mig is True and q.values["driver_cuda"] == 12040
+    csv = nvidia_smi.parse(lines("nvidia_smi_query_csv.txt"))
+    assert csv.gpus[0].capability == "8.9" and csv.values["driver_version"] == "570.86.15"
+    topo = nvidia_smi.parse(lines("nvidia_smi_topo.txt"))
+    assert topo.values["gpu_count"] == 4
+
+
+def test_nvcc_version():
+    assert nvcc.parse(lines("nvidia_smi_L_and_nvcc.txt")).values["nvcc_version"] == "12.2"
+
+
+def test_pip_list_freeze_and_conda():
+    pip = packages.parse(lines("driver_too_old_smi_pip.txt"))
+    assert pip.format == "pip list" and pip.values["torch_cuda"] == "12.4"
+    conda = packages.parse(lines("not_compiled_with_cuda.txt"))
+    assert conda.format == "conda list" and conda.values["torch_cuda_built"] is False
+    cuda_conda = packages.parse(
+        ["# Name  Version  Build  Channel", "pytorch  2.1.0  py3.10_cuda12.1_cudnn8.9.2_0  pytorch"]
+    )
+    assert cuda_conda.values["torch_cuda"] == "12.1"
+    forge = packages.parse(
+        ["# Name  Version  Build  Channel", "pytorch  2.5.1  cuda126_generic_py312_h1234  conda-forge"]
+    )
+    assert forge.values["torch_cuda"] == "12.6"
+
+
+@pytest.mark.parametrize(
+    ("snippet", "kind"),
+    [
+        ("The NVIDIA driver on your system is too old (found version 11040).", "driver-too-old"),
+        ("CUDA error: no kernel image is available for execution on the device", "no-kernel-image"),
+        ("Error 804: forward compatibility was attempted on non supported HW", "cuda-init-failed"),
+        ("Failed to initialize NVML: Driver/library version mismatch", "nvml-lib-rm-version-mismatch"),
+        ("libtorch_cuda.so: undefined symbol: ncclCommRegister", "undefined-symbol"),
+        ("OSError: libcudnn_cnn_infer.so.8: cannot open shared object file: No such file", "cannot-open-library"),
+        ("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1.", "deserialize-cuda"),
+        ('Missing key(s) in state_dict: "module.fc.weight"', "state-dict-prefix"),
+        ("RuntimeError: CUDA error: device-side assert triggered", "device-side-assert"),
+        ("nvidia-container-cli: initialization error: nvml error: driver not loaded", "nvidia-container-cli"),
+    ],
+)
+def test_error_texts(snippet, kind):
+    assert kind in [h.kind for h in errors.parse(text.lines("some prose\n" + snippet + "\nmore")).hits]
+
+
+def test_error_text_wrapped_across_lines():
+    wrapped = "UserWarning: CUDA initialization: The NVIDIA driver on your system is too\nold (found version 11040)."
+    hit = errors.parse(text.lines(wrapped)).hits[0]
+    assert hit.kind == "driver-too-old" and hit.detail["found"] == 11040
+
+
+def test_arch_warning_names_the_gpu_and_the_arch_list():
+    part = errors.parse(lines("arch_not_in_build_rtx5090.txt"))
+    assert part.torch_gpus[0].name == "NVIDIA GeForce RTX 5090" and part.torch_gpus[0].capability == "12.0"
+    assert part.values["torch_arch_flags"][-1] == "sm_90"
+
+
+def test_cudadoctor_reports_are_read_whole():
+    p = read(paste("cudadoctor_json_report.md"))
+    assert p.facts.paste is not None and p.facts.paste.from_report
+    assert p.facts.pci is not None  # only a machine's own check has PCI facts
+    md = read(paste("cudadoctor_markdown_report.md"))
+    assert md.formats[0] == "cudadoctor Markdown report" and md.facts.pci is not None
+
+
+# --- GPU names ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "cc"),
+    [
+        ("NVIDIA GeForce RTX 3060 Laptop GPU", "8.6"),
+        ("Tesla V100-SXM2-16GB", "7.0"),
+        ("NVIDIA H100 80GB HBM3", "9.0"),
+        ("NVIDIA A100-SXM4-80GB", "8.0"),
+        ("NVIDIA A10G", "8.6"),
+        ("NVIDIA L4", "8.9"),
+        ("NVIDIA L40S", "8.9"),
+        ("NVIDIA RTX 6000 Ada Generation", "8.9"),
+        ("Quadro RTX 6000", "7.5"),
+        ("NVIDIA RTX A6000", "8.6"),
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "12.0"),
+        ("NVIDIA GeForce RTX 5090", "12.0"),
+        ("NVIDIA B200", "10.0"),
+        ("NVIDIA GB10", "12.1"),
+        ("NVIDIA GeForce GTX 1080 Ti", "6.1"),
+        ("GeForce GTX 1080", "6.1"),
+        ("NVIDIA GeForce GTX 1650", "7.5"),
+        ("NVIDIA GeForce RTX 2050", "8.6"),
+        ("NVIDIA GeForce MX450", "7.5"),
+        ("Tesla T4", "7.5"),
+        ("Tesla P100-PCIE-16GB", "6.0"),
+        ("Tesla P40", "6.1"),
+        ("Tesla K80", "3.7"),
+        ("Tesla K40m", "3.5"),
+        ("NVIDIA TITAN RTX", "7.5"),
+        ("NVIDIA TITAN X (Pascal)", "6.1"),
+        ("GeForce GTX TITAN X", "5.2"),
+        ("NVIDIA GeForce GTX 960M", "5.0"),
+        ("Orin (nvgpu)", "8.7"),
+        ("NVIDIA Jetson Xavier NX", "7.2"),
+        ("NVIDIA Tegra X1", "5.3"),
+    ],
+)
+def test_gpu_names(name, cc):
+    assert gpu_names.capability(name) == cc
+
+
+@pytest.mark.parametrize("name", ["NVIDIA GeForce GT 730", "NVIDIA GeForce ...", "Some Other GPU", "", None])
+def test_gpu_names_unknown_or_ambiguous(name):
+    assert gpu_names.capability(name) is None
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def test_cli_text_from_file():
+    r = cli_process(str(CORPUS / "driver_too_old_smi_pip.txt"))
+    out = r.stdout.decode()
+    assert r.returncode == 1
+    assert out.startswith("Found in the paste: nvidia-smi, pip list")
+    assert "CD203" in out and "CD901" in out
+
+
+def test_cli_stdin_json():
+    r = cli("--format", "json", stdin=paste("only_torch_version.txt").encode())
+    data = json.loads(r.stdout)
+    assert data["command"] == "triage" and data["status"] != "healthy"
+    assert data["facts"]["paste"]["formats"] == ["Python prompt output"]
+    assert r.returncode == 3 and data["verdict"].startswith("NOT ENOUGH TO TELL")
+
+
+def test_cli_markdown_is_a_reply():
+    r = cli("-", "--format", "markdown", stdin=paste("cudnn_missing_library.txt").encode())
+    out = r.stdout.decode()
+    assert out.startswith("## cudadoctor") and "**Triage of the pasted output.**" in out
+    assert "CD905" in out and "To be sure, ask for" in out
+
+
+@pytest.mark.parametrize("name", ["empty", "blank", "unrelated_text.txt"])
+def test_cli_nothing_to_diagnose(name):
+    body = {"empty": b"", "blank": b"   \n\n"}[name] if name in ("empty", "blank") else paste(name).encode()
+    r = cli(stdin=body)
+    assert r.returncode == 2 and r.stdout == b""
+    err = r.stderr.decode()
+    assert err.startswith("cudadoctor: nothing to diagnose in this text") and "collect_env" in err
+    assert err.count("\n") == 1
+
+
+def test_cli_binary_huge_and_missing_input(tmp_path):
+    binary = tmp_path / "core"
+    binary.write_bytes(b"\x7fELF\x00\x01" * 100)
+    huge = tmp_path / "huge.log"
+    huge.write_bytes(b"x" * (3 << 20))
+    for path, words in (
+        (binary, "binary"),
+        (huge, "MiB"),
+        (tmp_path / "nope.txt", "cannot read"),
+        (tmp_path, "directory"),
+    ):
+        r = cli(str(path))
+        err = r.stderr.decode()
+        assert r.returncode == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_adversarial_input_is_bounded_in_time():
+    nasty = "\n".join(
+        [
+            "{" * 200_000,
+            "lib" * 100_000,
+            "Found GPU0 " * 20_000,
+            "CUDA capability sm_80 is not compatible with the current PyTorch installation " * 2_000,
+            "| " * 100_000,
+            "undefined symbol: " * 20_000,
+        ]
+    )
+    start = time.monotonic()
+    p = read(nasty[: 2 << 20])
+    diagnose(p) if not p.empty else None
+    assert time.monotonic() - start < 20
+
+
+# --- the GitHub Actions recipe ----------------------------------------------------------------------
+
+
+def _event(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({"action": "opened", "issue": {"number": 7, "body": body}}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("issue_mixed_wrapped_truncated.md", "CD205"), ("driver_too_old_error_only.txt", "CD902")],
+)
+def test_recipe_script_writes_the_comment(tmp_path, name, code):
+    body = paste(name)
+    out = tmp_path / "comment.md"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "examples" / "triage_issue.py"), str(_event(tmp_path, body)), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    comment = out.read_text()
+    assert comment.startswith("<!-- cudadoctor-triage -->") and code in comment and "**Verdict:**" in comment
+
+
+def test_recipe_script_posts_nothing_for_unrelated_issues(tmp_path):
+    out = tmp_path / "comment.md"
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "docs" / "examples" / "triage_issue.py"),
+            str(_event(tmp_path, "Add dark mode")),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0 and not out.exists() and "nothing to triage" in r.stdout
+
+
+def test_the_recipe_in_the_docs_runs_the_tested_script():
+    doc = (ROOT / "docs" / "triage.md").read_text()
+    # the workflow keeps this repository at tools/cudadoctor: the script it runs is the one tested above
+    run = 'python tools/cudadoctor/docs/examples/triage_issue.py "$GITHUB_EVENT_PATH" triage-comment.md'
+    assert run in doc and (ROOT / run.split()[1].removeprefix("tools/cudadoctor/")).is_file()
+    assert "github.event.issue.body" not in doc  # untrusted text never reaches a shell line
+
+
+def test_the_recipe_installs_cudadoctor_from_its_source():
+    """cudadoctor is on no index: `pip install cudadoctor` would fail (or install someone else's
+    package). The workflow installs the checkout it keeps beside the project, a project pip can
+    install (a pyproject.toml that names cudadoctor)."""
+    doc = (ROOT / "docs" / "triage.md").read_text()
+    runs = [line.strip() for line in doc.splitlines() if line.strip().startswith("- run: pip install")]
+    assert runs == ["- run: pip install ./tools/cudadoctor"]
+    assert "submodules: true" in doc
+    assert 'name = "cudadoctor"' in (ROOT / "pyproject.toml").read_text()
+    assert "`pip install .` in a checkout" in doc and "git+" in doc  # anywhere else
+
+
+def test_secrets_in_a_paste_never_reach_the_report():
+    body = paste("device_order_vllm_mixed.txt").replace("NCCL_CUMEM_ENABLE=0", "HF_TOKEN=hf_abcdefghijklmnopqrstu")
+    body += "\nImportError: libfoo.so.1: cannot open shared object file (from https://bob:s3cret@example.com/x)"
+    r = cli("--format", "json", stdin=body.encode())
+    assert b"hf_abcdefghijklmnopqrstu" not in r.stdout and b"s3cret" not in r.stdout
+    assert json.loads(r.stdout)["facts"]["system"]["env"]["HF_TOKEN"] == "***"
+
+
+def test_a_powershell_redirected_utf16_file_is_read(tmp_path):
+    path = tmp_path / "env.txt"
+    path.write_bytes(paste("collect_env_windows_localized_cpu_wheel.txt").encode("utf-16"))  # BOM + UTF-16LE
+    r = cli(str(path))
+    assert r.returncode == 1 and b"CD202" in r.stdout
+
+
+def test_a_long_log_is_read_at_its_start_and_its_end():
+    log = "\n".join(f"epoch 1 step {n} loss 0.{n % 97:02d}" for n in range(40_000))
+    p = read(paste("nvidia_smi_L_and_nvcc.txt") + "\n" + log + "\n" + paste("cudnn_missing_library.txt"))
+    assert "nvidia-smi -L" in p.formats and "error text" in p.formats
+    assert {"CD100", "CD905"} <= {f.code for f in diagnose(p).findings}
+
+
+def test_an_error_number_outside_a_cuda_message_is_not_a_cuda_error():
+    assert not errors.parse(["make: *** [all] Error 3: no rule to make target"]).hits
+    assert errors.parse(["CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 3: init"]).hits
+
+
+def test_a_wrapped_nvidia_smi_header():
+    wrapped = ["| NVIDIA-SMI 550.54.15              Driver Version:", "550.54.15      CUDA Version: 12.4     |"]
+    part = nvidia_smi.parse(wrapped)
+    assert part.values["driver_version"] == "550.54.15" and part.values["driver_cuda"] == 12040
+
+
+def test_a_linux_nvidia_smi_on_a_windows_driver_is_wsl2():
+    banner = "| NVIDIA-SMI 570.124.03             Driver Version: 572.60         CUDA Version: 12.8     |"
+    part = nvidia_smi.parse([banner])
+    assert part.values["wsl"] is True and part.values["driver_version"] == "572.60"
+    native = nvidia_smi.parse(["| NVIDIA-SMI 572.60      Driver Version: 572.60      CUDA Version: 12.8 |"])
+    assert "wsl" not in native.values
+
+
+def test_pip_freeze_direct_url_wheel():
+    part = packages.parse(
+        ["torch @ https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp310-cp310-linux_x86_64.whl"]
+    )
+    assert part.values["torch_version"] == "2.1.0+cu121" and part.values["torch_cuda"] == "12.1"
+
+
+def test_a_healthy_h100_collect_env_does_not_claim_zero_gpus():
+    """Real output of a lent H100 (issue 19): collect_env's GPU list comes from nvidia-smi, so which devices
+    torch sees is unknown — once rendered as "uses 0 GPUs: no devices"."""
+    rep = diagnose(read(paste("collect_env_2.11_real_h100.txt")))
+    ok = next(f for f in rep.findings if f.code == "CD200")
+    assert ok.title == "torch 2.11.0+cu130 (CUDA 13.0) can use CUDA: torch.cuda.is_available() is True"
+    assert rep.status is Status.HEALTHY
+
+
+# --- unknown is not false, in what the user reads ---------------------------------------------------
+
+# A Python value the page names, not an unknown fact: a CPU-only build's torch.version.cuda is None.
+PYTHON_NONE = "torch.version.cuda is None"
+
+
+def shown_text(out: str) -> str:
+    """What a user reads: the report without the JSON facts a Markdown reply folds away (JSON may hold
+    null for an unknown) and without shell redirections to /dev/null."""
+    out = re.sub(r"```json\n.*?\n```", "", out, flags=re.DOTALL)
+    return out.replace("/dev/null", "").replace(PYTHON_NONE, "")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_output_shows_none_for_an_unknown(name, fmt):
+    r = cli(str(CORPUS / name), "--format", fmt)
+    out = shown_text(r.stdout.decode())
+    assert out.strip() and not re.findall(r".{0,40}\b(?:None|null)\b.{0,20}", out)
+
+
+def test_a_driver_the_paste_does_not_show_is_not_none():
+    """nvidia-smi -L lists GPUs but not the driver: CD100 names the GPUs, and no version."""
+    out = cli(str(CORPUS / "nvidia_smi_L_and_nvcc.txt")).stdout.decode()
+    assert "CD100 NVIDIA driver, 2 GPUs: NVIDIA RTX A6000" in out
+    out = cli(str(CORPUS / "accelerate_env.txt")).stdout.decode()
+    assert "CD200 torch 2.4.1+cu121 uses 1 GPU: NVIDIA A10G" in out  # not "(CUDA None) uses 0 GPUs"
+
+
+NO_KERNEL = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+SMI_535 = "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+
+
+def test_an_install_fix_claims_only_what_the_paste_shows():
+    """Without the driver, GPUs and environment, no install command is guessed: the fix says what is
+    unknown (knowing less never changes an install command into another one); never "fits this driver"."""
+    unknown = " ".join(
+        cli(stdin=("torch                     2.5.1+cu124\n" + NO_KERNEL).encode()).stdout.decode().split()
+    )
+    assert "Install a build" in unknown and "fits this driver" not in unknown
+    assert "which build fits is not known (the OS and CPU architecture; the NVIDIA driver's version" in unknown
+    assert "pip install" not in unknown and "run every check to see it." in unknown  # no colon: no command follows
+    rtx5090 = " ".join(cli(str(CORPUS / "arch_not_in_build_rtx5090.txt")).stdout.decode().split())
+    assert "No torch 2.5 build has kernels for it; torch 2.7 and newer do" in rtx5090
+    assert "fits this driver" not in rtx5090
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        # `pip list | grep torch`: no header, columns aligned by spaces
+        "torch                     2.5.1+cu124\ntorchvision               0.20.1+cu124\n",
+        "$ pip list | grep -i torch\ntorch                     2.5.1+cu124\n",
+        # Windows: `pip list | findstr torch`, CRLF line ends
+        "C:\\> pip list | findstr torch\r\ntorch                     2.5.1+cu124\r\n",
+        # the same lines with the header pip prints
+        "Package                   Version\n------------------------- ------------\n"
+        "torch                     2.5.1+cu124\n",
+        # an editable install adds its location
+        "torch                     2.5.1+cu124   /home/me/src/pytorch\n",
+        # the nvidia-* wheels a PyPI torch brings, listed beside it
+        "nvidia-cudnn-cu12         9.1.0.70\ntorch                     2.5.1+cu124\n",
+    ],
+)
+def test_pip_list_grep_lines_are_read(listing):
+    out = cli(stdin=listing.encode()).stdout.decode()
+    head = out.split("\n", 2)
+    assert head[0] == "Found in the paste: pip list", out
+    assert head[1].strip() == "torch version 2.5.1+cu124; torch built for CUDA 12.4"
+
+
+def test_prose_that_names_torch_is_not_a_pip_list():
+    r = cli(stdin=b"torch 2.5 is what we use here\nnvidia-smi 535.104\n")
+    assert r.returncode == 2 and b"nothing to diagnose" in r.stderr
+
+
+def test_the_where_column_keeps_the_line_when_it_is_cut():
+    """At 80 columns the table is cut; each fact still says which line of the paste it came from."""
+    out = cli(str(CORPUS / "collect_env_2.11_real_h100.txt")).stdout.decode()
+    table = out[out.index("CD900") :].split("\n")[2:16]
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert all(re.search(r"line \d+ of ", line) for line in table), table
+
+
+def test_every_exit_code_means_one_thing_in_every_doc():
+    """Not enough to tell is 3, no verdict, like an incomplete check: the docs say so, and triage does it."""
+    r = cli(stdin=paste("only_torch_version.txt").encode())
+    assert r.returncode == 3 and b"NOT ENOUGH TO TELL" in r.stdout
+    assert cli(str(CORPUS / "driver_too_old_smi_pip.txt")).returncode == 1
+    assert cli(stdin=b"hello").returncode == 2
+    codes = (ROOT / "docs" / "exit-codes.md").read_text()
+    row3 = next(line for line in codes.splitlines() if line.startswith("| 3 |"))
+    assert "No verdict" in row3 and "NOT ENOUGH TO TELL" in row3 and "`triage`" in row3
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "3 no verdict" in readme and "`triage`'s paste does not show enough" in readme
+    triage_doc = (ROOT / "docs" / "triage.md").read_text()
+    row = next(line for line in triage_doc.splitlines() if line.startswith("| 3 |"))
+    assert "NOT ENOUGH TO TELL" in row
+    help_text = " ".join(cli("--help").stdout.decode().split())
+    assert "3 not enough to tell" in help_text
