@@ -562,7 +562,7 @@ def test_stragglers_from_waits_without_a_shared_clock():
     assert late[2] == pytest.approx(0.05, abs=0.002) and late[0] < 0.003 and step == pytest.approx(0.061, abs=0.002)
     ff = _ff(3, 1, backend="nccl", waits=waits)
     ff.allreduce = []
-    from cudadoctor.rules.fleet import _stragglers
+    from cudadoctor.rules.fleet.performance import _stragglers
 
     assert _stragglers(ff)[0].title.startswith("rank 2 (gpu02) arrive 50 ms late")
     ff.waits = {0: [0.01] * 3, 1: [0.0102] * 3, 2: [0.0101] * 3}
