@@ -22,6 +22,7 @@ from cudadoctor.rules import (
     system,
     toolkit,
     torch_build,
+    torch_compile,
     visible,
     watch,  # noqa: F401  (its own evaluate, for `cudadoctor watch`; imported for the catalogue)
     wsl,
@@ -35,6 +36,7 @@ _FACT_RULES = (
     toolkit.evaluate,
     torch_build.evaluate,
     libraries.evaluate,
+    torch_compile.evaluate,
     visible.evaluate,
     measurements.evaluate,
     system.evaluate,
