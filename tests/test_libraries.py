@@ -245,6 +245,7 @@ def test_import_failure_names_the_file_loaded_instead(tree):
 
 # --- the rules on hand-written facts ------------------------------------------------------------------
 
+from cudadoctor.advice.install import arch_reason  # noqa: E402
 from cudadoctor.facts.libraries import (  # noqa: E402
     CompanionCheck,
     CompileFacts,
@@ -257,7 +258,6 @@ from cudadoctor.facts.libraries import (  # noqa: E402
 from cudadoctor.knowledge import wheels  # noqa: E402
 from cudadoctor.report import Severity  # noqa: E402
 from cudadoctor.rules import evaluate  # noqa: E402
-from cudadoctor.rules.install_advice import arch_reason  # noqa: E402
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda  # noqa: E402
 
 CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"

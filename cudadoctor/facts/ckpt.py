@@ -1,4 +1,4 @@
-"""What `cudadoctor ckpt` learned about a checkpoint: from its bytes (backends/ckpt.py, no torch) and
+"""What `cudadoctor ckpt` learned about a checkpoint: from its bytes (backends/ckpt/, no torch) and
 from the target interpreter's torch (backends/ckpt_child.py). None is unknown, as everywhere."""
 
 from __future__ import annotations

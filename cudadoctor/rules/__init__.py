@@ -8,7 +8,6 @@ from cudadoctor.rules import (
     ckpt,  # noqa: F401  (its own evaluate, for `cudadoctor ckpt`; imported for the catalogue)
     containers,
     cuda_driver,
-    doctor,
     driver,
     fit,  # noqa: F401  (its own evaluate, for `cudadoctor fit`; imported for the catalogue)
     fleet,  # noqa: F401  (its own evaluate, for `cudadoctor fleet`; imported for the catalogue)
@@ -18,6 +17,7 @@ from cudadoctor.rules import (
     measurements,
     multi_gpu,
     paste,
+    probe_failures,
     requirements,
     system,
     toolkit,
@@ -50,7 +50,7 @@ _FACT_RULES = (
 
 
 def evaluate(facts: Facts, outcomes: list[ProbeOutcome], req: Requirements | None = None) -> list[Finding]:
-    findings = doctor.evaluate(outcomes, facts)
+    findings = probe_failures.evaluate(outcomes, facts)
     for rule in _FACT_RULES:
         findings.extend(rule(facts))
     findings.extend(torch_build.summarize(facts, findings))

@@ -10,12 +10,13 @@ import re
 from collections import defaultdict
 from types import ModuleType
 
+from cudadoctor.advice import install as install_advice
+from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import OWN_ORIGINS, LibraryFacts, LoadedLibrary, PinCheck
 from cudadoctor.knowledge import library_defects, wheels
 from cudadoctor.knowledge.versions import parse_version, version_at_least
 from cudadoctor.report import Finding, Fix, Severity, Table
-from cudadoctor.rules import install_advice, shell
 from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.torch_build import CUDNN_SHADOWED
 

@@ -4,10 +4,11 @@ Triton). A --full check of its own section, not a library."""
 
 from __future__ import annotations
 
+from cudadoctor.advice import install as install_advice
+from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompileFacts
 from cudadoctor.report import Finding, Fix, Severity, Table
-from cudadoctor.rules import install_advice, shell
 from cudadoctor.rules.catalogue import entry, fix
 
 COMPILE_SECTION = "torch.compile"  # a --full check of its own, not a library
