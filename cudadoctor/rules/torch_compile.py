@@ -51,7 +51,7 @@ def evaluate(f: Facts) -> list[Finding]:
 
 def _compile(f: Facts, c: CompileFacts) -> list[Finding]:
     if c.timed_out or (c.child_error and c.cpu_ok is None):
-        # a GPU that runs kernels is compiled for alone (backends/compile_child.py); before, after the CPU
+        # a GPU that runs kernels is compiled for alone (backends/children/compile_child.py); before, after the CPU
         t = f.torch
         gpu = c.cpu_ok or (c.cpu_ok is None and t is not None and t.is_available is True and not t.kernel_error)
         stage = ("compiling on the GPU" if gpu else "compiling on the CPU") if c.torch_version else "starting"

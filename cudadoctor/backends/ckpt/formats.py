@@ -22,6 +22,7 @@ import struct
 import zipfile
 from typing import Any
 
+from cudadoctor.backends.children._cudadoctor_child import ST_DTYPES
 from cudadoctor.backends.ckpt.pickles import ITEMSIZE, Call, Global, PickleScan, audit_globals, scan_pickle
 from cudadoctor.backends.ckpt.structure import (
     _items,
@@ -283,7 +284,7 @@ def _inspect_safetensors(path: str, head: bytes, facts: CkptFacts) -> None:
             continue
         offsets = info.get("data_offsets") or [0, 0]
         shape = info.get("shape")
-        dtype = _ST_DTYPES.get(str(info.get("dtype")), str(info.get("dtype")).lower())
+        dtype = ST_DTYPES.get(str(info.get("dtype")), str(info.get("dtype")).lower())
         tensors.append(
             CkptTensor(name=name, dtype=dtype, shape=shape if isinstance(shape, list) else None, device=None)
         )
@@ -309,26 +310,6 @@ def _inspect_safetensors(path: str, head: bytes, facts: CkptFacts) -> None:
         facts.format = "corrupt"
         facts.expected_format = "safetensors"
         facts.detail = f"the header describes {8 + n + end} bytes but the file has {size}: truncated"
-
-
-_ST_DTYPES = {
-    "F64": "float64",
-    "F32": "float32",
-    "F16": "float16",
-    "BF16": "bfloat16",
-    "I64": "int64",
-    "I32": "int32",
-    "I16": "int16",
-    "I8": "int8",
-    "U8": "uint8",
-    "U16": "uint16",
-    "U32": "uint32",
-    "U64": "uint64",
-    "BOOL": "bool",
-    "F8_E4M3": "float8_e4m3fn",
-    "F8_E5M2": "float8_e5m2",
-    "C64": "complex64",
-}
 
 
 def _hf_index_file(path: str, head: bytes, facts: CkptFacts) -> bool:

@@ -7,6 +7,7 @@ import os
 import re
 from typing import Any
 
+from cudadoctor.backends.children import script
 from cudadoctor.facts.ckpt import CkptFacts
 
 # ----------------------------------------------------------------------- classes pickled from __main__
@@ -51,7 +52,7 @@ def locate_main_definitions(names: list[str], dirs: list[str]) -> dict[str, str]
 
 # ---------------------------------------------------------------------------------- the torch child
 
-CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ckpt_child.py")
+CHILD = str(script("ckpt_child.py"))
 CHILD_MARK = "CUDADOCTOR_CKPT "
 
 
