@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 from cudadoctor.backends.child import ChildResult, run_child
+from cudadoctor.backends.children import script
 from cudadoctor.facts.codec import FormatError, from_jsonable
 from cudadoctor.facts.libraries import CompileFacts
 
-CHILD = Path(__file__).with_name("compile_child.py")
+CHILD = script("compile_child.py")
 MARK = "CUDADOCTOR_COMPILE_FACTS "
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 from cudadoctor.backends.child import marked_json, run_child
+from cudadoctor.backends.children import script
 from cudadoctor.backends.fatbin import NotElf, read_archs, read_links
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 
-CHILD = Path(__file__).with_name("extensions_child.py")
+CHILD = script("extensions_child.py")
 MARK = "CUDADOCTOR_EXTENSION_FILES "
 MAX_CHILD_OUTPUT = 4 << 20  # 4,000 paths at most: well under this
 MAX_UNREADABLE = 20  # reasons kept for files that could not be read

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from cudadoctor.backends.child import run_child
+from cudadoctor.backends.children import script
 from cudadoctor.facts.fleet import AllReduce, FleetFacts, GpuPerf, Hang, NodeFacts, RankInfo
 
-CHILD = Path(__file__).with_name("fleet_child.py")
+CHILD = script("fleet_child.py")
 MARK = "CUDADOCTOR_FLEET "
 MAX_EVENT = 64 << 20  # one node report is tens of KB; a thousand nodes fit
 
@@ -365,7 +366,7 @@ def write_error_file(environ: Mapping[str, str], message: str) -> None:
 
 # -- `cudadoctor fleet --nnodes … --nproc-per-node …`: torchrun's launcher in a child ---------------------
 
-LAUNCH_CHILD = Path(__file__).with_name("fleet_launch_child.py")
+LAUNCH_CHILD = script("fleet_launch_child.py")
 LAUNCH_MARK = "\n" + "CUDADOCTOR_FLEET_LAUNCH "
 LAUNCHER = "CUDADOCTOR_FLEET_LAUNCHER"  # set by the launch child: its pid, in every worker's environment
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 from cudadoctor.backends.child import ChildResult, marked_json, run_child
+from cudadoctor.backends.children import script
 from cudadoctor.facts import BandwidthFacts, SmokeFacts
 from cudadoctor.facts.codec import FormatError, from_jsonable
 
-CHILD = Path(__file__).with_name("measure_child.py")
+CHILD = script("measure_child.py")
 MARK = "CUDADOCTOR_MEASURE_FACTS "
 
 DEFAULT_SIZE = 256 << 20  # large enough to saturate a PCIe Gen5 x16 link with one copy

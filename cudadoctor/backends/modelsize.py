@@ -1,5 +1,5 @@
 """How many parameters a model has: counted from a checkpoint's tensors (read without running its
-pickle, through backends/ckpt.py), or computed from a Hugging Face config.json for the architectures
+pickle, through backends/ckpt/), or computed from a Hugging Face config.json for the architectures
 whose layer shapes the config fixes. Nothing is downloaded and no model code is imported."""
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cudadoctor.backends.child import ChildResult, run_stages
+from cudadoctor.backends.children import script
 
-CHILD = Path(__file__).with_name("torch_session_child.py")
+CHILD = script("torch_session_child.py")
 END = "CUDADOCTOR_STAGE_END "
 
 

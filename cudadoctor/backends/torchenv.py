@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from cudadoctor.backends.child import ChildResult, marked_json, run_child
+from cudadoctor.backends.children import script
 from cudadoctor.facts import TorchFacts
 from cudadoctor.facts.codec import FormatError, from_jsonable
 
-CHILD = Path(__file__).with_name("torch_child.py")
+CHILD = script("torch_child.py")
 MARK = "CUDADOCTOR_TORCH_FACTS "
 
 

@@ -1,6 +1,6 @@
 """`cudadoctor ckpt inspect|fix`: what a checkpoint file is, whether torch.load will read it here, and a
 fixed copy when asked. The file's bytes are read here without torch and without unpickling
-(backends/ckpt.py); what needs torch runs in a child of the target interpreter (backends/ckpt_child.py)."""
+(backends/ckpt/); what needs torch runs in a child of the target interpreter (backends/children/ckpt_child.py)."""
 
 from __future__ import annotations
 

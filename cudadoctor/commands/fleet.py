@@ -5,12 +5,12 @@
     torchrun --nnodes N --nproc-per-node G … -m cudadoctor fleet [--full | --quick] …   (the same, under torchrun)
 
 Given torchrun's options, fleet starts torchrun's launcher itself (run_launcher): in a child of this
-interpreter (backends/fleet_launch_child.py), whose workers are this same command without those options.
+interpreter (backends/children/fleet_launch_child.py), whose workers are this same command without those options.
 The doctor then prints rank 0's report and exits with its code; torchrun's own ChildFailedError traceback,
 which follows a failed gate when torchrun is the launcher, never comes.
 
 This process stays torch-free: each node's local rank 0 runs the same probes as `check` (the torch probe
-in its own child), then every worker starts backends/fleet_child.py, which does the rendezvous, the
+in its own child), then every worker starts backends/children/fleet_child.py, which does the rendezvous, the
 gloo group, the measurements and the collectives under time bounds. Rank 0 renders the one report;
 the other ranks print nothing on stdout and exit with rank 0's code (with several nodes) or 0: a non-zero
 exit of their own would make torchrun tear down the node's other workers, rank 0 among them, before it

@@ -260,7 +260,7 @@ def mcp() -> None:
     try:
         server = build_server()
     except ImportError:
-        from cudadoctor.rules import shell
+        from cudadoctor.advice import shell
 
         fail(f"cudadoctor mcp needs the MCP SDK: {shell.word(sys.executable, lead=True)} -m pip install mcp")
     server.run("stdio")

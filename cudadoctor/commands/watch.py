@@ -100,7 +100,7 @@ def install_matplotlib() -> str:
     import site
     import sysconfig
 
-    from cudadoctor.rules.shell import word
+    from cudadoctor.advice.shell import word
 
     if importlib.util.find_spec("pip") is None:
         return f"uv pip install --python {word(sys.executable)} matplotlib"

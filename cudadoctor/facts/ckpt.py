@@ -1,5 +1,5 @@
-"""What `cudadoctor ckpt` learned about a checkpoint: from its bytes (backends/ckpt.py, no torch) and
-from the target interpreter's torch (backends/ckpt_child.py). None is unknown, as everywhere."""
+"""What `cudadoctor ckpt` learned about a checkpoint: from its bytes (backends/ckpt/, no torch) and
+from the target interpreter's torch (backends/children/ckpt_child.py). None is unknown, as everywhere."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ class LibraryFacts:
 
 @dataclass
 class CompileFacts:
-    """torch.compile in the target interpreter (backends/compile_child.py)."""
+    """torch.compile in the target interpreter (backends/children/compile_child.py)."""
 
     python_executable: str
     torch_version: str | None = None

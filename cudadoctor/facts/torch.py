@@ -1,4 +1,4 @@
-"""torch as the target interpreter sees it (gathered by backends/torch_child.py)."""
+"""torch as the target interpreter sees it (gathered by backends/children/torch_child.py)."""
 
 from __future__ import annotations
 

@@ -362,7 +362,7 @@ TEMPLATES: tuple[str, ...] = (
     N_("{package} was built for CUDA {major}, torch {version} for CUDA {cuda}"),
 )
 
-# Fix labels built from facts (rules/install_advice.py): "LABEL (NOTE)", the note's parts joined by "; ".
+# Fix labels built from facts (advice/install.py): "LABEL (NOTE)", the note's parts joined by "; ".
 LABELS: tuple[str, ...] = (
     N_("Load it in {precision} ({size}: fits on GPU {gpu}; bitsandbytes for 8 and 4 bits)"),
     N_("Install a CUDA build"),
@@ -391,7 +391,7 @@ LABELS: tuple[str, ...] = (
     N_("torch {version} {variant}: no build of torch {release} has kernels for these GPUs"),
     N_("torch {version} {variant}: no build of torch {release} fits this driver"),
     N_("runs through PTX JIT only"),
-    # no install command while what it is computed from is unknown (rules/install_advice.unknown_inputs)
+    # no install command while what it is computed from is unknown (advice/install.unknown_inputs)
     N_("{label}: which build fits is not known ({unknown}); run every check to see it"),
     N_(
         "Install the build that fits this machine: whether it has an NVIDIA GPU is not known; run every check to see it"
@@ -489,7 +489,7 @@ LABELS: tuple[str, ...] = (
     N_("a text file"),
     N_("a text file starting {head}"),
     N_("in no format torch reads"),
-    # fix labels and their parts built from facts (install_advice, paste, libraries), paste formats
+    # fix labels and their parts built from facts (advice/install.py, paste, libraries), paste formats
     N_("It shows {what}"),
     N_("the torch build, whether CUDA is available, the OS, GPUs and driver"),
     N_("the driver, the newest CUDA it supports, and every GPU"),
@@ -544,7 +544,7 @@ LABELS: tuple[str, ...] = (
         "Run the job on a node with {gpus} that have {size} free and compute capability {cc} or higher: "
         "this one has {n}"
     ),
-    # a probe that ran out of time (rules/doctor.py): what it was doing, and the likely reason
+    # a probe that ran out of time (rules/probe_failures.py): what it was doing, and the likely reason
     N_("It was importing torch and initialising CUDA in a child process"),
     N_("It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise)"),
     N_("It was querying the driver and every GPU through NVML"),

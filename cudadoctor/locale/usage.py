@@ -16,7 +16,7 @@ from functools import cache
 from cudadoctor.locale import ENGLISH, N_, _, current
 
 TEMPLATES: tuple[str, ...] = (
-    # the file readers (backends/files.py, backends/ckpt.py): triage, ckpt, check --from, --config
+    # the file readers (backends/files.py, backends/ckpt/): triage, ckpt, check --from, --config
     N_("cannot read {path}: it is a directory"),
     N_("cannot read {path}: not a regular file"),
     N_("cannot read {path}: {error}"),

@@ -8,7 +8,6 @@ from cudadoctor.rules import (
     ckpt,  # noqa: F401  (its own evaluate, for `cudadoctor ckpt`; imported for the catalogue)
     containers,
     cuda_driver,
-    doctor,
     driver,
     extensions,
     fit,  # noqa: F401  (its own evaluate, for `cudadoctor fit`; imported for the catalogue)
@@ -19,10 +18,12 @@ from cudadoctor.rules import (
     measurements,
     multi_gpu,
     paste,
+    probe_failures,
     requirements,
     system,
     toolkit,
     torch_build,
+    torch_compile,
     visible,
     watch,  # noqa: F401  (its own evaluate, for `cudadoctor watch`; imported for the catalogue)
     wsl,
@@ -36,6 +37,7 @@ _FACT_RULES = (
     toolkit.evaluate,
     torch_build.evaluate,
     libraries.evaluate,
+    torch_compile.evaluate,
     extensions.evaluate,
     visible.evaluate,
     measurements.evaluate,
@@ -50,7 +52,7 @@ _FACT_RULES = (
 
 
 def evaluate(facts: Facts, outcomes: list[ProbeOutcome], req: Requirements | None = None) -> list[Finding]:
-    findings = doctor.evaluate(outcomes, facts)
+    findings = probe_failures.evaluate(outcomes, facts)
     for rule in _FACT_RULES:
         findings.extend(rule(facts))
     findings.extend(torch_build.summarize(facts, findings))

@@ -5,12 +5,13 @@ often as from torch."""
 
 from __future__ import annotations
 
+from cudadoctor.advice import install as install_advice
+from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name, parse_cc
 from cudadoctor.report import Finding, Fix, Severity, Table
-from cudadoctor.rules import install_advice, shell
 from cudadoctor.rules.catalogue import entry, fix
 
 SECTION = "CUDA libraries"

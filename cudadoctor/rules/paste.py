@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from cudadoctor.advice.install import advise, driver_view
 from cudadoctor.facts import CudaDriverFacts, Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.knowledge import wheels
@@ -18,7 +19,6 @@ from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
 from cudadoctor.report import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.install_advice import advise, driver_view
 
 READ = entry(
     "CD900",

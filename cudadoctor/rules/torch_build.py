@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from cudadoctor.facts import Facts, TorchFacts
-from cudadoctor.knowledge import wheels
-from cudadoctor.knowledge.architectures import arch_name
-from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
-from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
-from cudadoctor.report import Finding, Fix, Severity, plural
-from cudadoctor.rules import shell
-from cudadoctor.rules.catalogue import entry, fix, named
-from cudadoctor.rules.driver import GPU_LOST, gpu_presence
-from cudadoctor.rules.install_advice import (
+from cudadoctor.advice import shell
+from cudadoctor.advice.install import (
     Advice,
     advise,
     arch_reason,
@@ -22,6 +14,14 @@ from cudadoctor.rules.install_advice import (
     externally_managed,
     gpu_capabilities,
 )
+from cudadoctor.facts import Facts, TorchFacts
+from cudadoctor.knowledge import wheels
+from cudadoctor.knowledge.architectures import arch_name
+from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
+from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
+from cudadoctor.report import Finding, Fix, Severity, plural
+from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.driver import GPU_LOST, gpu_presence
 
 TORCH_OK = entry(
     "CD200",

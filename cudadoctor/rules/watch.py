@@ -15,22 +15,25 @@ knowing less never adds a warning.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
-from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, Sample, Timeline
+from cudadoctor.facts.watch import Sample, Timeline
 from cudadoctor.knowledge.pcie import link_gbps
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.rules import timeline_stats as stats
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.timeline_stats import (
+    MACHINE_BUSY,
+    CpuSide,
+    cpu_side,
+    starved_at,
+    suggest_workers,
+    used_gpus,
+)
 
 SECTION = "Training"
 
 MIN_SAMPLES = 4  # fewer known values than this: too little to judge
-SATURATED_CPU = 85.0  # percent of one core: a Python process this busy cannot do more
-MACHINE_BUSY = 90.0  # percent of all cores: every core busy, so ...
-FAIR_SHARE = 0.6  # ... a process getting this much of its fair share of a core (cores / load) is CPU-limited
-STARVED_FLOOR = 5.0  # but never one below this percent of a core
 BUSY_SHARE = 0.5  # "most of the time": share of samples
 LOW_UTIL = 70.0  # mean GPU utilisation below this: the GPU waits
 IDLE_UTIL = 30  # a sample below this is an idle dip
@@ -256,128 +259,6 @@ WAITING = entry(
     ),
 )
 
-# ---- helpers over the timeline ------------------------------------------------------------------------
-
-
-def _known(values: Iterable[float | int | None]) -> list[float]:
-    return [float(v) for v in values if v is not None]
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-def _share(values: list[float], pred: Callable[[float], bool]) -> float:
-    return sum(1 for v in values if pred(v)) / len(values) if values else 0.0
-
-
-def _gpu(sample: Sample, index: int) -> GpuSample | None:
-    return next((g for g in sample.gpus if g.index == index), None)
-
-
-def _info(tl: Timeline, index: int) -> GpuInfo | None:
-    return next((g for g in tl.gpus or [] if g.index == index), None)
-
-
-def _label(tl: Timeline, index: int) -> str:
-    info = _info(tl, index)
-    return f"GPU {index}" + (f" ({info.name})" if info and info.name else "")
-
-
-def used_gpus(tl: Timeline) -> list[int]:
-    """GPUs on which NVML listed a process of the tree at least once."""
-    seen: set[int] = set()
-    for s in tl.samples:
-        for g in s.gpus:
-            if g.tree_processes:
-                seen.add(g.index)
-    return sorted(seen)
-
-
-def _on_gpu(tl: Timeline, index: int) -> list[tuple[Sample, GpuSample]]:
-    """The samples from the tree's first appearance on the GPU to its last."""
-    pairs = [(s, g) for s in tl.samples if (g := _gpu(s, index)) is not None]
-    present = [i for i, (_, g) in enumerate(pairs) if g.tree_processes]
-    return pairs[present[0] : present[-1] + 1] if present else []
-
-
-def _cpu_of(sample: Sample, role: str) -> list[float]:
-    return [p.cpu for p in sample.procs if p.role == role and p.cpu is not None]
-
-
-def _tree_cpu(sample: Sample) -> float | None:
-    values = [p.cpu for p in sample.procs if p.cpu is not None]
-    return sum(values) if values else None
-
-
-@dataclass
-class CpuSide:
-    main_mean: float | None
-    main_saturated: float  # share of samples
-    workers: int  # most workers seen at once
-    worker_mean: float | None  # mean per worker
-    workers_saturated: float  # share of samples where the workers' mean was saturated
-    free_cores: float | None  # mean idle cores of the machine
-
-
-def starved_at(sample: Sample, cores: int | None) -> float | None:
-    """The CPU percent at which a process counts as CPU-limited in this sample because every core was busy:
-    most of its fair share (cores over runnable processes); None while the machine had idle cores."""
-    if sample.cpu_busy is None or sample.cpu_busy < MACHINE_BUSY:
-        return None
-    fair = 100.0
-    if cores and sample.load:
-        fair = 100.0 * cores / max(sample.load, cores)
-    return max(STARVED_FLOOR, FAIR_SHARE * fair)
-
-
-def cpu_limited(cpu: float, starved: float | None) -> bool:
-    """A process saturated its core, or got most of what a machine whose every core was busy could give."""
-    return cpu >= SATURATED_CPU or (starved is not None and cpu >= starved)
-
-
-def cpu_side(tl: Timeline, samples: list[Sample]) -> CpuSide:
-    mains: list[float] = []
-    main_limited: list[bool] = []
-    worker_means: list[float] = []
-    workers_limited: list[bool] = []
-    workers = 0
-    for s in samples:
-        m = _cpu_of(s, MAIN)
-        if m:
-            mains.append(max(m))
-            main_limited.append(cpu_limited(max(m), starved_at(s, tl.cpu_count)))
-        w = _cpu_of(s, WORKER)
-        workers = max(workers, sum(1 for p in s.procs if p.role == WORKER))
-        if w:
-            worker_means.append(_mean(w))
-            workers_limited.append(cpu_limited(_mean(w), starved_at(s, tl.cpu_count)))
-    busy = _known(s.cpu_busy for s in samples)
-    free = None
-    if busy and tl.cpu_count:
-        free = tl.cpu_count * (1 - _mean(busy) / 100)
-    return CpuSide(
-        main_mean=_mean(mains) if mains else None,
-        main_saturated=_share([1.0 if x else 0.0 for x in main_limited], lambda v: v > 0),
-        workers=workers,
-        worker_mean=_mean(worker_means) if worker_means else None,
-        workers_saturated=_share([1.0 if x else 0.0 for x in workers_limited], lambda v: v > 0),
-        free_cores=free,
-    )
-
-
-def suggest_workers(current: int, free_cores: float | None, cpu_count: int | None) -> int | None:
-    """More workers only where idle cores can run them; None when the machine has no core to spare."""
-    if free_cores is None:
-        if not cpu_count:
-            return None
-        return max(current + 1, min(8, cpu_count // 2))
-    spare = int(free_cores)
-    if spare < 1:
-        return None
-    limit = (cpu_count - 1) if cpu_count else current + spare
-    return max(current + 1, min(current + spare, limit, max(2 * current, 4)))
-
 
 def _pct(v: float | None) -> str:
     return "?" if v is None else f"{v:.0f} %"
@@ -473,10 +354,10 @@ def _cpu_only(tl: Timeline) -> list[Finding]:
     visible = _tree_visible(tl)
     if len(visible) < MIN_SAMPLES:
         return []
-    tree = _known(_tree_cpu(s) for s in visible)
+    tree = stats.known(stats.tree_cpu(s) for s in visible)
     limits = [starved_at(s, tl.cpu_count) for s in visible]
-    starved = all(x is not None for x in limits) and _mean(tree) >= _mean(_known(limits))
-    if len(tree) < MIN_SAMPLES or (_mean(tree) < CPU_ONLY_CPU and not starved):
+    starved = all(x is not None for x in limits) and stats.mean(tree) >= stats.mean(stats.known(limits))
+    if len(tree) < MIN_SAMPLES or (stats.mean(tree) < CPU_ONLY_CPU and not starved):
         return []
     cvd = tl.cuda_visible_devices
     fixes = []
@@ -505,7 +386,7 @@ def _cpu_only(tl: Timeline) -> list[Finding]:
     return [
         CPU_ONLY.finding(
             title=(
-                f"The command never used a GPU while its CPU was busy ({_mean(tree):.0f} % of a core on "
+                f"The command never used a GPU while its CPU was busy ({stats.mean(tree):.0f} % of a core on "
                 f"average, {plural(len(tl.gpus), 'GPU')} present)"
             ),
             why=why,
@@ -515,17 +396,19 @@ def _cpu_only(tl: Timeline) -> list[Finding]:
 
 
 def _input_bound(tl: Timeline, index: int) -> list[Finding]:
-    pairs = _on_gpu(tl, index)
-    util = _known(g.util for _, g in pairs)
+    pairs = stats.on_gpu(tl, index)
+    util = stats.known(g.util for _, g in pairs)
     if len(util) < MIN_SAMPLES:
         return []
-    mean = _mean(util)
-    idle = _share(util, lambda v: v < IDLE_UTIL)
-    peak = _share(util, lambda v: v >= PEAK_UTIL)
+    mean = stats.mean(util)
+    idle = stats.share(util, lambda v: v < IDLE_UTIL)
+    peak = stats.share(util, lambda v: v >= PEAK_UTIL)
     swinging = idle >= SWING_IDLE_SHARE and peak >= SWING_PEAK_SHARE
     if mean >= GPU_BOUND_UTIL and not swinging:
         return [
-            GPU_BOUND.finding(title=f"{_label(tl, index)} was busy {mean:.0f} % of the time: the GPU is the bottleneck")
+            GPU_BOUND.finding(
+                title=f"{stats.gpu_label(tl, index)} was busy {mean:.0f} % of the time: the GPU is the bottleneck"
+            )
         ]
     if mean >= LOW_UTIL and not swinging:
         return []
@@ -589,7 +472,7 @@ def _input_bound(tl: Timeline, index: int) -> list[Finding]:
     )
     return [
         INPUT_BOUND.finding(
-            title=f"The CPU cannot feed {_label(tl, index)}: its utilisation {pattern} while {who}",
+            title=f"The CPU cannot feed {stats.gpu_label(tl, index)}: its utilisation {pattern} while {who}",
             fix=fixes,
             tables=[table],
         )
@@ -605,8 +488,8 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
     # or a main process at 80 % of a core is not "a program that waits"
     if not (idle >= SWING_IDLE_SHARE or mean < IDLE_UTIL) or cpu.main_mean >= WAITING_MAIN_CPU:
         return []
-    busy = _known(s.cpu_busy for s, _ in _on_gpu(tl, index))
-    if busy and _mean(busy) >= MACHINE_BUSY:
+    busy = stats.known(s.cpu_busy for s, _ in stats.on_gpu(tl, index))
+    if busy and stats.mean(busy) >= MACHINE_BUSY:
         return []  # every core busy with something else: not a program that waits
     # a command that was run is profiled by running it again; a watched --pid may still be running
     if tl.command:
@@ -617,7 +500,8 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
     return [
         WAITING.finding(
             title=(
-                f"{_label(tl, index)} sat idle in {idle * 100:.0f} % of samples (utilisation averaged {mean:.0f} %) "
+                f"{stats.gpu_label(tl, index)} sat idle in {idle * 100:.0f} % of samples "
+                f"(utilisation averaged {mean:.0f} %) "
                 f"while the main process used {_pct(cpu.main_mean)} of a core: the program waits"
             ),
             fix=[
@@ -633,21 +517,21 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
 
 
 def _memory(tl: Timeline, index: int) -> list[Finding]:
-    info = _info(tl, index)
+    info = stats.gpu_info(tl, index)
     total = info.memory_total if info else None
-    pairs = _on_gpu(tl, index)
+    pairs = stats.on_gpu(tl, index)
     if not total or len(pairs) < MIN_SAMPLES:
         return []
-    used = _known(g.memory_used for _, g in pairs)
-    tree = _known(g.tree_memory for _, g in pairs)
+    used = stats.known(g.memory_used for _, g in pairs)
+    tree = stats.known(g.tree_memory for _, g in pairs)
     if used and max(used) >= NEAR_LIMIT_SHARE * total:
-        others = _known(g.other_memory for _, g in pairs)
+        others = stats.known(g.other_memory for _, g in pairs)
         mine = f"the command's own peak {format_size(int(max(tree)))}" if tree else "the command's own share unknown"
         extra = f"; other processes held up to {format_size(int(max(others)))}" if others and max(others) > 0 else ""
         return [
             MEMORY_NEAR_LIMIT.finding(
                 title=(
-                    f"{_label(tl, index)} memory near its limit: {format_size(int(max(used)))} of "
+                    f"{stats.gpu_label(tl, index)} memory near its limit: {format_size(int(max(used)))} of "
                     f"{format_size(total)} ({mine}{extra})"
                 ),
                 fix=[
@@ -673,7 +557,7 @@ def _memory(tl: Timeline, index: int) -> list[Finding]:
         return [
             MEMORY_UNDERUSED.finding(
                 title=(
-                    f"{_label(tl, index)} memory far below the card's: peak {format_size(int(peak))} of "
+                    f"{stats.gpu_label(tl, index)} memory far below the card's: peak {format_size(int(peak))} of "
                     f"{format_size(total)} ({peak / total * 100:.0f} %)"
                 ),
                 fix=[
@@ -689,23 +573,23 @@ def _memory(tl: Timeline, index: int) -> list[Finding]:
 
 
 def _copies(tl: Timeline, index: int) -> list[Finding]:
-    info = _info(tl, index)
+    info = stats.gpu_info(tl, index)
     link = link_gbps(info.pcie_gen_max, info.pcie_width_max) if info else None
-    pairs = _on_gpu(tl, index)
+    pairs = stats.on_gpu(tl, index)
     traffic = [(g.rx + g.tx, g.util) for _, g in pairs if g.rx is not None and g.tx is not None]
     if link is None or len(traffic) < MIN_SAMPLES:
         return []
     bps = link * 1e9
-    busy = _share([t for t, _ in traffic], lambda v: v >= PCIE_BUSY * bps)
-    util = _known(u for _, u in traffic)
-    if busy < PCIE_BUSY_SHARE or not util or _mean(util) >= LOW_UTIL:
+    busy = stats.share([t for t, _ in traffic], lambda v: v >= PCIE_BUSY * bps)
+    util = stats.known(u for _, u in traffic)
+    if busy < PCIE_BUSY_SHARE or not util or stats.mean(util) >= LOW_UTIL:
         return []
     peak = max(t for t, _ in traffic)
     return [
         COPIES_DOMINATE.finding(
             title=(
-                f"Copies dominate on {_label(tl, index)}: PCIe busy in {busy * 100:.0f} % of samples (up to "
-                f"{peak / 1e9:.1f} GB/s of {link:.1f}) while utilisation averaged {_mean(util):.0f} %"
+                f"Copies dominate on {stats.gpu_label(tl, index)}: PCIe busy in {busy * 100:.0f} % of samples (up to "
+                f"{peak / 1e9:.1f} GB/s of {link:.1f}) while utilisation averaged {stats.mean(util):.0f} %"
             ),
             fix=[
                 fix(
@@ -726,13 +610,13 @@ def _copies(tl: Timeline, index: int) -> list[Finding]:
 def _throttling(tl: Timeline, index: int) -> list[Finding]:
     loaded = [
         g.clocks_event
-        for _, g in _on_gpu(tl, index)
+        for _, g in stats.on_gpu(tl, index)
         if g.clocks_event is not None and g.util is not None and g.util >= LOADED_UTIL
     ]
     if len(loaded) < MIN_SAMPLES:
         return []
     out = []
-    label = _label(tl, index)
+    label = stats.gpu_label(tl, index)
 
     def share(mask: int) -> float:
         return sum(1 for r in loaded if r & mask) / len(loaded)
@@ -761,7 +645,7 @@ def _throttling(tl: Timeline, index: int) -> list[Finding]:
             )
         )
     if (s := share(SW_POWER_CAP)) >= THROTTLE_SHARE:
-        limit = _info(tl, index)
+        limit = stats.gpu_info(tl, index)
         watts = f" of {limit.power_limit_mw / 1000:.0f} W" if limit and limit.power_limit_mw else ""
         out.append(
             POWER_CAP.finding(
@@ -778,24 +662,24 @@ def _throttling(tl: Timeline, index: int) -> list[Finding]:
 
 
 def _busy_gpu(tl: Timeline, index: int) -> list[Finding]:
-    pairs = _on_gpu(tl, index)
+    pairs = stats.on_gpu(tl, index)
     others = [g.other_processes for _, g in pairs if g.other_processes is not None and not g.unseen_processes]
-    shared = _share(_known(others), lambda v: v > 0)
+    shared = stats.share(stats.known(others), lambda v: v > 0)
     if len(others) < MIN_SAMPLES or shared < BUSY_SHARE:
         return []
-    peak_tree = max(_known(g.tree_memory for _, g in pairs), default=0.0)
+    peak_tree = max(stats.known(g.tree_memory for _, g in pairs), default=0.0)
     window = [s for s, _ in pairs]
     for info in tl.gpus or []:
         if info.index == index:
             continue
-        gs = [g for s in window if (g := _gpu(s, info.index)) is not None]
+        gs = [g for s in window if (g := stats.gpu_sample(s, info.index)) is not None]
         known = [g for g in gs if g.util is not None and g.other_processes is not None and g.tree_processes is not None]
         if len(known) < MIN_SAMPLES:
             continue
         idle = sum(
             1 for g in known if (g.util or 0) <= FREE_GPU_UTIL and not g.other_processes and not g.tree_processes
         ) / len(known)
-        used = _known(g.memory_used for g in known)
+        used = stats.known(g.memory_used for g in known)
         room = (info.memory_total - max(used)) if info.memory_total is not None and used else None
         if idle < 0.9 or (room is not None and room < peak_tree):
             continue
@@ -804,7 +688,7 @@ def _busy_gpu(tl: Timeline, index: int) -> list[Finding]:
         return [
             BUSY_GPU.finding(
                 title=(
-                    f"It trains on {_label(tl, index)}, shared with other processes in "
+                    f"It trains on {stats.gpu_label(tl, index)}, shared with other processes in "
                     f"{shared * 100:.0f} % of samples, while GPU {info.index} was free"
                 ),
                 fix=[

@@ -231,17 +231,22 @@ def test_a_compile_hang_on_a_gpu_machine_says_it_was_compiling_for_the_gpu():
 
 
 def test_child_scripts_never_shadow_the_targets_cuda_package(tmp_path):
-    """A script run by path puts its directory first on sys.path, and that directory holds cudadoctor's
-    cuda.py: torch or Triton importing cuda-python's `cuda` would get ours (and fail as "import torch
-    fails"). Every child script takes its directory off the path first."""
+    """A script run by path puts its directory first on sys.path, where a module of cudadoctor's named like
+    a package of the target (backends/cuda.py and cuda-python's `cuda`) would shadow it: torch or Triton
+    would import ours (and fail as "import torch fails"). Every child script takes its directory off the
+    path first."""
     site = tmp_path / "site"
     (site / "cuda").mkdir(parents=True)
     (site / "cuda" / "__init__.py").write_text("WHO = 'cuda-python'\n")
-    backends = ROOT / "cudadoctor" / "backends"
+    backends = ROOT / "cudadoctor" / "backends" / "children"
 
     def which_cuda(then: str) -> subprocess.CompletedProcess:
-        """`import cuda` after `then` ran with cudadoctor/backends first on the path, as a script run by path."""
-        code = f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); {then}; import cuda; print(cuda.WHO)"
+        """`import cuda` after `then` ran with the scripts' directory first on the path, as a script run by path."""
+        code = (
+            f"import runpy, sys; sys.path.insert(0, {str(backends)!r}); {then}; "
+            f"print(any(p == {str(backends)!r} for p in sys.path) and 'still on the path' or ''); "
+            "import cuda; print(cuda.WHO)"
+        )
         env = {**os.environ, "PYTHONPATH": str(site)}
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
 
@@ -252,6 +257,7 @@ def test_child_scripts_never_shadow_the_targets_cuda_package(tmp_path):
         "torch_session_child",
         "fleet_child",
         "fleet_launch_child",
+        "ckpt_child",
     ):
         out = which_cuda(f"runpy.run_path({str(backends / (script + '.py'))!r}, run_name='loaded')")
         assert out.stdout.strip() == "cuda-python", (script, out.stderr[-500:])

@@ -78,7 +78,7 @@ def fast_child(monkeypatch):
     imported: the CLI end to end without paying a torch import per call. Tests without this fixture run
     the real child process."""
     from cudadoctor.backends import ckpt as backend
-    from cudadoctor.backends import ckpt_child
+    from cudadoctor.backends.children import ckpt_child
 
     def in_process(python: str, request: dict, timeout: float) -> tuple[dict, None, bool]:
         return ckpt_child.answer(json.loads(json.dumps(request))), None, False

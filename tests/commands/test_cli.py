@@ -338,7 +338,7 @@ def test_a_timeout_says_what_ran_out_and_the_likely_reason(run_cli, tmp_path):
 def test_a_hang_is_blamed_on_what_the_facts_allow():
     """A torch check that used its full bound: a hung driver only where a driver and a GPU are in use."""
     from cudadoctor.report import ProbeOutcome
-    from cudadoctor.rules.doctor import evaluate
+    from cudadoctor.rules.probe_failures import evaluate
     from tests.facts_fixtures import gpu, healthy
 
     hung = ProbeOutcome("torch", "timeout", 60.0, "did not finish within 60 s", bound=60.0, default_bound=60.0)

@@ -565,7 +565,7 @@ def test_stragglers_from_waits_without_a_shared_clock():
     assert late[2] == pytest.approx(0.05, abs=0.002) and late[0] < 0.003 and step == pytest.approx(0.061, abs=0.002)
     ff = _ff(3, 1, backend="nccl", waits=waits)
     ff.allreduce = []
-    from cudadoctor.rules.fleet import _stragglers
+    from cudadoctor.rules.fleet.performance import _stragglers
 
     assert _stragglers(ff)[0].title.startswith("rank 2 (gpu02) arrive 50 ms late")
     ff.waits = {0: [0.01] * 3, 1: [0.0102] * 3, 2: [0.0101] * 3}
@@ -619,8 +619,8 @@ def test_events_of_a_hang_name_who_never_arrived():
 
 def test_a_rank_beyond_the_visible_gpus_gets_no_device_but_a_finding():
     """2 ranks per node, 1 GPU visible: rank 1 must not try cuda:1 ("invalid device ordinal")."""
+    from cudadoctor.backends.children.fleet_child import cuda_ordinal, short_ranks
     from cudadoctor.backends.fleet import ChildRun, Launch, assemble
-    from cudadoctor.backends.fleet_child import cuda_ordinal, short_ranks
 
     assert [cuda_ordinal(lr, 1) for lr in range(2)] == [0, None]
     assert cuda_ordinal(3, 8) == 3 and cuda_ordinal(0, 0) is None and cuda_ordinal(0, None) is None
@@ -653,7 +653,7 @@ def test_never_arrived_ranks_are_named_by_node():
 
 
 def test_node_pairs_rounds_meet_every_pair_once():
-    from cudadoctor.backends.fleet_child import rounds
+    from cudadoctor.backends.children.fleet_child import rounds
 
     for n in (3, 4, 5, 8):
         seen = [p for r in rounds(n) for p in r]
@@ -742,7 +742,7 @@ def test_a_rank_that_cannot_reach_rank_0_says_so_within_join_timeout(tmp_path):
 def test_a_rank_waits_for_a_store_that_opens_late_and_no_longer():
     import threading
 
-    from cudadoctor.backends.fleet_child import reachable
+    from cudadoctor.backends.children.fleet_child import reachable
 
     port = free_port()
     start = time.monotonic()

@@ -790,7 +790,7 @@ class _FakeTorch:
 
 
 def test_measure_child_p2p_matrix_and_rates_read_back_as_facts():
-    from cudadoctor.backends import measure_child
+    from cudadoctor.backends.children import measure_child
     from cudadoctor.facts.codec import from_jsonable
 
     out = {"transfers": [], "device_names": {"0": "A", "1": "A", "2": "A"}}

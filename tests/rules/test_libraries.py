@@ -251,6 +251,8 @@ def test_import_failure_names_the_file_loaded_instead(tree):
 
 # --- the rules on hand-written facts ------------------------------------------------------------------
 
+
+from cudadoctor.advice.install import arch_reason  # noqa: E402
 from cudadoctor.facts.libraries import (  # noqa: E402
     CompanionCheck,
     CompileFacts,
@@ -259,7 +261,6 @@ from cudadoctor.facts.libraries import (  # noqa: E402
     LoadedLibrary,
 )
 from cudadoctor.knowledge import wheels  # noqa: E402
-from cudadoctor.rules.install_advice import arch_reason  # noqa: E402
 from tests.facts_fixtures import no_driver  # noqa: E402
 from tests.helpers import by_code, commands  # noqa: E402
 

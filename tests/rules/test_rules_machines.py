@@ -312,7 +312,8 @@ def test_a_pasted_version_gets_an_index_it_exists_on() -> None:
 
 
 def test_no_advice_is_a_label_not_a_comment() -> None:
-    from cudadoctor.rules.install_advice import Advice
+    from cudadoctor.advice.install import Advice
+
     from cudadoctor.rules.torch_build import _advice_fix
 
     fixes = _advice_fix(Advice(None, None, note="no known torch build fits"), "Install torch")

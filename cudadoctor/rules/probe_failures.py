@@ -1,4 +1,4 @@
-"""Findings about the doctor itself: a probe that crashed or ran out of time."""
+"""Findings about the probes themselves: a probe that crashed or ran out of time (CD001, CD002)."""
 
 from __future__ import annotations
 

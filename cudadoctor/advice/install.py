@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompanionCheck, EnvironmentManager
 from cudadoctor.knowledge import companions, driver_install, wheels
 from cudadoctor.knowledge.architectures import arch_name, last_driver_branch, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
-from cudadoctor.rules import shell
 
 
 @dataclass

@@ -2,14 +2,35 @@
 its bare name from its own directory and then calls leave_path(), which takes that directory off sys.path
 again (also when the module was imported before: the shared torch child loads several scripts).
 
-That directory holds cudadoctor's own modules (cuda.py, compile.py, …): left first on sys.path they
-shadow the target interpreter's packages (cuda-python's `cuda`, which torch and Triton may import).
+Nothing from that directory may stay first on sys.path: a script's name there would shadow the target
+interpreter's packages of the same name (as backends/cuda.py once shadowed cuda-python's `cuda`).
 """
 
 import os
 import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+
+# safetensors' dtype names (its format spec) as torch names them: the doctor's reader of the header
+# (backends/ckpt/formats.py) and the child that loads the file (ckpt_child.py) share this one table.
+ST_DTYPES = {
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "U16": "uint16",
+    "U32": "uint32",
+    "U64": "uint64",
+    "BOOL": "bool",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "C64": "complex64",
+}
 
 
 def leave_path():
