@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cudadoctor.report import ProbeOutcome
+from cudadoctor.model import ProbeOutcome
 
 if TYPE_CHECKING:
     from cudadoctor.facts import (

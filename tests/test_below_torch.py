@@ -19,7 +19,8 @@ from cudadoctor.facts import BandwidthFacts, CudaDriverFacts, DriverFacts, Facts
 from cudadoctor.facts.measure import PeerTransfer
 from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, PlatformFacts, WslFacts, XidEvent
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS, NVML_ERRORS
-from cudadoctor.report import Severity, build
+from cudadoctor.model import Severity
+from cudadoctor.report import build
 from cudadoctor.rules import evaluate
 from cudadoctor.rules.catalogue import CATALOGUE
 from cudadoctor.rules.health import health_flags

@@ -896,8 +896,9 @@ def test_a_narrow_terminal_cuts_the_versions_before_the_node_and_its_status():
     from rich.console import Console
 
     from cudadoctor.facts import DriverFacts, Facts, NvmlDevice
+    from cudadoctor.model import Severity
     from cudadoctor.render import text
-    from cudadoctor.report import Severity, build
+    from cudadoctor.report import build
     from cudadoctor.rules.fleet import evaluate
 
     ff = _ff(3, 8)

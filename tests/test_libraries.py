@@ -255,7 +255,7 @@ from cudadoctor.facts.libraries import (  # noqa: E402
     PinCheck,
 )
 from cudadoctor.knowledge import wheels  # noqa: E402
-from cudadoctor.report import Severity  # noqa: E402
+from cudadoctor.model import Severity  # noqa: E402
 from cudadoctor.rules import evaluate  # noqa: E402
 from cudadoctor.rules.install_advice import arch_reason  # noqa: E402
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda  # noqa: E402

@@ -9,7 +9,8 @@ from cudadoctor.facts import CompileFacts, Facts, LibraryFacts, MigInstance, Smo
 from cudadoctor.facts.libraries import ImportFailure, PinCheck
 from cudadoctor.facts.paste import PasteFacts, PasteHit
 from cudadoctor.knowledge.visibility import enumeration_order, from_env, parse
-from cudadoctor.report import Finding, Severity, build
+from cudadoctor.model import Finding, Severity
+from cudadoctor.report import build
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import driver_ok, gpu, healthy, linux, torch_cpu, torch_cuda
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from cudadoctor.facts import PciDevice, PciFacts, ToolkitFacts, ToolkitInstall
-from cudadoctor.report import Severity
+from cudadoctor.model import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import GiB, gpu, healthy, no_driver
 

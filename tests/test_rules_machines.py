@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from cudadoctor.facts import DriverFacts, MigInstance, PciFacts
-from cudadoctor.report import Severity
+from cudadoctor.model import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cpu, torch_cuda
 

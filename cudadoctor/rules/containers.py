@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import ContainerFacts
-from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 VISIBLE_DEVICES = entry(

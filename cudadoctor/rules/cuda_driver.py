@@ -6,7 +6,7 @@ from cudadoctor.facts import Facts
 from cudadoctor.knowledge import cuda_errors as errors
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity, plural
+from cudadoctor.model import Finding, Fix, Severity, plural
 from cudadoctor.rules import containers, health, kernel_module, wsl
 from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.driver import CONTAINER_FIX

@@ -8,7 +8,7 @@ from cudadoctor.knowledge.architectures import last_driver_branch
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
 from cudadoctor.knowledge.driver_install import SOURCES, install_commands, pre_turing_pci
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules import containers, kernel_module, wsl
 from cudadoctor.rules.catalogue import CATALOGUE, entry, fix, named
 

@@ -14,7 +14,8 @@ from cudadoctor.facts.fleet import FleetFacts, NodeFacts
 from cudadoctor.knowledge import gpu_perf
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, ProbeOutcome, Severity, Table, decide, plural
+from cudadoctor.model import Finding, Fix, ProbeOutcome, Severity, Table, plural
+from cudadoctor.report import decide
 from cudadoctor.rules import health
 from cudadoctor.rules.catalogue import entry, fix
 

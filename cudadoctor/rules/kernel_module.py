@@ -16,7 +16,7 @@ from __future__ import annotations
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import KernelModuleFacts
 from cudadoctor.knowledge.driver_install import LEGACY_BRANCH
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 SECURE_BOOT = entry(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, Sample, Timeline
 from cudadoctor.knowledge.pcie import link_gbps
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 SECTION = "Training"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import WslFacts
 from cudadoctor.knowledge.driver_install import SOURCES
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.kernel_module import family
 
