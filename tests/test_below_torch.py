@@ -909,7 +909,7 @@ def wsl2_facts(os_id: str = "ubuntu", system_wsl: bool | None = True, **wsl) -> 
 
 
 def test_wsl2_pci_scan_without_a_gpu_is_not_no_gpu():
-    from cudadoctor.rules.driver import gpu_presence
+    from cudadoctor.rules.predicates import gpu_presence
     from tests.facts_fixtures import torch_cpu
 
     facts = wsl2_facts(system_wsl=None, linux_driver_packages=["nvidia-driver-550"])

@@ -10,7 +10,7 @@ from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.model import Finding, Fix, Severity, plural
 from cudadoctor.rules import shell
 from cudadoctor.rules.catalogue import entry, fix, named
-from cudadoctor.rules.driver import GPU_LOST, gpu_presence
+from cudadoctor.rules.driver import GPU_LOST
 from cudadoctor.rules.install_advice import (
     Advice,
     advise,
@@ -23,6 +23,7 @@ from cudadoctor.rules.install_advice import (
     gpu_capabilities,
 )
 from cudadoctor.rules.libraries import import_failure_detail
+from cudadoctor.rules.predicates import gpu_presence
 from cudadoctor.rules.story import CONSEQUENCES, ROOT_CAUSES
 
 TORCH_OK = entry(
