@@ -240,10 +240,6 @@ def by_name(name: str) -> Probe:
     return next(p for p in REGISTRY if p.name == name)
 
 
-def default_probes() -> list[Probe]:
-    return [p for p in REGISTRY if p.default]
-
-
 def bounds_text() -> str:
     """The --timeout help: every probe's own bound, from the registry."""
     return ", ".join(f"{p.name} {p.timeout:g} s" for p in REGISTRY)
