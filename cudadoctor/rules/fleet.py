@@ -680,7 +680,7 @@ def _hang_fix() -> list[Fix]:
 
 def _node_reports(ff: FleetFacts) -> tuple[list[Finding], dict[int, list[Finding]]]:
     """Each node's own check findings, one line per finding with the nodes it was found on."""
-    from cudadoctor.rules import evaluate
+    from cudadoctor.rules.check import evaluate
 
     per_node: dict[int, list[Finding]] = {}
     missing = []
