@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from cudadoctor.version import __version__
 
 _API = (
     "check",

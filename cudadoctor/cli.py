@@ -13,10 +13,10 @@ from typing import Any, NoReturn
 
 import click
 
-from cudadoctor import __version__
 from cudadoctor import locale as i18n
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.locale import _
+from cudadoctor.version import __version__
 
 # name -> (module:attribute, one line for `cudadoctor --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -207,7 +207,7 @@ def _localize_help(command: click.Command) -> None:
             cleaned = inspect.cleandoc(english)  # the message as extracted (docstrings keep their indent)
             translated = _(cleaned)
             if translated == cleaned and i18n.current() != i18n.ENGLISH:
-                from cudadoctor.locale.localize import label
+                from cudadoctor.render.localize import label
 
                 translated = label(cleaned)  # a help text built with an f-string, by its template
             setattr(obj, attr, translated if translated != cleaned else english)

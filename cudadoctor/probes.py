@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cudadoctor.report import ProbeOutcome
+from cudadoctor.model import ProbeOutcome
 
 if TYPE_CHECKING:
     from cudadoctor.facts import (
@@ -253,10 +253,6 @@ def names() -> list[str]:
 
 def by_name(name: str) -> Probe:
     return next(p for p in REGISTRY if p.name == name)
-
-
-def default_probes() -> list[Probe]:
-    return [p for p in REGISTRY if p.default]
 
 
 def bounds_text() -> str:

@@ -85,7 +85,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     report = check_command.diagnose(*_facts(config), req)
     config.stash[_GATE] = report
     if report.exit_code != 0:
-        from cudadoctor.report import Severity
+        from cudadoctor.model import Severity
 
         failing = [f for f in report.findings if f.severity.rank >= Severity(req.fail_on).rank]
         lines = [f"cudadoctor gate failed: {report.verdict}"]

@@ -31,7 +31,6 @@ class Launch:
     local_world_size: int
     node_rank: int
     nodes: int | None  # GROUP_WORLD_SIZE: how many nodes torchrun started
-    under_torchrun: bool
 
 
 def launch(environ: Mapping[str, str]) -> Launch:
@@ -48,7 +47,6 @@ def launch(environ: Mapping[str, str]) -> Launch:
         local_world_size=num("LOCAL_WORLD_SIZE", 1) or 1,
         node_rank=num("GROUP_RANK", 0) or 0,
         nodes=num("GROUP_WORLD_SIZE", None),
-        under_torchrun="TORCHELASTIC_RUN_ID" in environ or "RANK" in environ,
     )
 
 
@@ -325,10 +323,6 @@ def _seconds(message: Any) -> float | None:
 
     m = re.search(r"within ([0-9.]+) s", str(message or ""))
     return float(m.group(1)) if m else None
-
-
-def is_local_leader(lau: Launch) -> bool:
-    return lau.local_rank == 0
 
 
 def environ() -> dict[str, str]:

@@ -76,9 +76,6 @@ class Host:
     def exists(self, p: str) -> bool:
         return os.path.lexists(self.path(p))
 
-    def is_dir(self, p: str) -> bool:
-        return os.path.isdir(self.path(p))
-
     def readlink(self, p: str) -> str | None:
         try:
             return os.readlink(self.path(p))

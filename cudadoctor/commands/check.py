@@ -16,7 +16,7 @@ from cudadoctor import probes
 from cudadoctor.cli import Seconds, complete_probe_names, echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
-from cudadoctor.report import ProbeOutcome, Severity, Source
+from cudadoctor.model import ProbeOutcome, Severity, Source
 
 if TYPE_CHECKING:  # facts, report and rules load while the probes run (see collect)
     from cudadoctor.facts import Facts
@@ -119,6 +119,9 @@ def diagnose(
 
     req = req or Requirements()
     findings = evaluate(facts, outcomes, req)
+    from cudadoctor.render.localize import findings as localized
+
+    findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
     return build(
         command,
         facts,

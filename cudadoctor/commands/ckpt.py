@@ -166,7 +166,7 @@ def _ask_torch(facts: Any, python: str, request: dict, timeout: float) -> Any:
     """Run the child; fill facts.torch; return (the raw answer, the outcome)."""
     from cudadoctor.backends.ckpt import run_child_request
     from cudadoctor.facts.ckpt import CkptTorch
-    from cudadoctor.report import ProbeOutcome
+    from cudadoctor.model import ProbeOutcome
 
     start = time.monotonic()
     answer, error, timed_out = run_child_request(python, request, timeout)
@@ -220,6 +220,9 @@ def _report(facts: Any, outcomes: list) -> Any:
     findings = rules.evaluate(facts)
     order = {s: i for i, s in enumerate(SECTIONS)}
     findings.sort(key=lambda x: (order[x.section], -x.severity.rank))
+    from cudadoctor.render.localize import findings as localized
+
+    findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
     return build("ckpt", facts, outcomes, findings, expected=[o.name for o in outcomes])
 
 
@@ -227,7 +230,7 @@ def inspect_report(path: str, model: str | None, python: str | None, timeout: fl
     """The report of `ckpt inspect` (the Python API's inspect_checkpoint too)."""
     from cudadoctor.backends.ckpt import _request
     from cudadoctor.facts.ckpt import ModelComparison
-    from cudadoctor.report import ProbeOutcome
+    from cudadoctor.model import ProbeOutcome
 
     start = time.monotonic()
     facts, py = _prepare(path, python, timeout, trust)

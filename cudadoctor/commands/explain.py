@@ -7,8 +7,8 @@ from click.shell_completion import CompletionItem
 
 from cudadoctor.cli import echo, fail
 from cudadoctor.locale import _
-from cudadoctor.locale.localize import label
 from cudadoctor.render.layout import cut, display_width, pad, wrap
+from cudadoctor.render.localize import label
 
 
 def page(code: str, width: int = 80) -> str | None:

@@ -31,7 +31,8 @@ def _gpus() -> tuple[list[Any] | None, str | None]:
 def fit_report(path: str, training: bool) -> Any:
     from cudadoctor.backends.modelsize import InputError, model_size
     from cudadoctor.facts.fit import FitFacts
-    from cudadoctor.report import ProbeOutcome, build
+    from cudadoctor.model import ProbeOutcome
+    from cudadoctor.report import build
     from cudadoctor.rules import fit as rules
 
     start = time.monotonic()
@@ -47,6 +48,9 @@ def fit_report(path: str, training: bool) -> Any:
     outcomes.append(ProbeOutcome("driver", "ok" if gpus is not None else "skipped", seconds, error=error))
     facts = FitFacts(model=size, training=training, gpus=gpus, gpu_error=error)
     findings = rules.evaluate(facts)
+    from cudadoctor.render.localize import findings as localized
+
+    findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
     return build("fit", facts, outcomes, findings, expected=["model", "driver"])
 
 

@@ -31,12 +31,14 @@ import click
 from cudadoctor import probes
 from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
 from cudadoctor.locale import _
-from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK, ProbeOutcome, Severity
+from cudadoctor.model import ProbeOutcome, Severity
+from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK
 
 if TYPE_CHECKING:
     from cudadoctor.backends.fleet import Launch
     from cudadoctor.facts.fleet import FleetFacts
-    from cudadoctor.report import Finding, Report
+    from cudadoctor.model import Finding
+    from cudadoctor.report import Report
 
 FORMATS = ("text", "json", "markdown", "junit")
 MiB = 1 << 20
@@ -454,6 +456,9 @@ def report(ff: FleetFacts, run_error: str | None, timed_out: bool, o: dict[str, 
     findings = evaluate(ff)
     outcomes = outcomes_of(ff, run_error, timed_out, o["full"], o["quick"])
     expected = [x.name for x in outcomes if x.status != "skipped" and "/" not in x.name]
+    from cudadoctor.render.localize import findings as localized
+
+    findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
     return build("fleet", ff, outcomes, findings, Severity(o["fail_on"] or "error"), expected=expected)
 
 

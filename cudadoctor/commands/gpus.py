@@ -18,7 +18,6 @@ from typing import Any, NoReturn
 
 import click
 
-from cudadoctor import __version__
 from cudadoctor.cli import Seconds, echo, fail, flush_output, run_command, size_option
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
@@ -27,6 +26,7 @@ from cudadoctor.facts.nvml import SICK_ERRORS, DriverFacts, NvmlDevice
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.knowledge.visibility import Visibility, parse
 from cudadoctor.locale import _, ngettext
+from cudadoctor.version import __version__
 
 NVML_TIMEOUT = 15.0
 WAIT_DEFAULT = 3600.0  # `--pick N --wait` alone: at most an hour, then exit 4 as --pick does
@@ -179,7 +179,7 @@ def _problem(driver: DriverFacts) -> tuple[str, int] | None:
         line = _("NVML {message}: the driver library itself failed (run `cudadoctor check`)")
         return "cudadoctor: " + line.format(message=driver.init_message), 3
     if driver.init_status != "ok":
-        from cudadoctor.locale.localize import title as localized
+        from cudadoctor.render.localize import title as localized
 
         code, title = _no_driver_finding(driver)
         line = _("{code} {title} (run `cudadoctor check` for the fix)").format(code=code, title=localized(code, title))
@@ -351,7 +351,7 @@ def _pick(
     elif chosen.chosen:
         echo("\n".join(export_lines(chosen.chosen, by, shell)))
     if not chosen.chosen:
-        from cudadoctor.locale.localize import label
+        from cudadoctor.render.localize import label
 
         why = _("; ").join(f"GPU {i}: {label(r)}" for i, r in sorted(chosen.rejected.items()))
         within = _(" (CUDA_VISIBLE_DEVICES hides {hidden})").format(hidden=hidden) if hidden else ""

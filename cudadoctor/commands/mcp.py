@@ -226,7 +226,7 @@ def build_server() -> Any:
         from mcp.server.fastmcp.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    from cudadoctor import __version__
+    from cudadoctor.version import __version__
 
     server = Server(
         "cudadoctor",

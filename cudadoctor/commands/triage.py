@@ -16,7 +16,8 @@ import click
 
 from cudadoctor.cli import echo, fail, run_command
 from cudadoctor.locale import N_, _
-from cudadoctor.report import EXIT_USAGE, ProbeOutcome, Severity
+from cudadoctor.model import ProbeOutcome, Severity
+from cudadoctor.report import EXIT_USAGE
 
 if TYPE_CHECKING:
     from cudadoctor.backends.paste import Paste
@@ -56,9 +57,12 @@ def diagnose(paste: Paste) -> Report:
     undecided = None
     if ask is not None:
         ask.severity = Severity.INFO
-        from cudadoctor.locale.localize import title
+        from cudadoctor.render.localize import title
 
         undecided = _("whether PyTorch can use the GPU. {title}").format(title=title(ask.code, ask.title))
+    from cudadoctor.render.localize import findings as localized
+
+    findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
     return build("triage", paste.facts, outcomes, findings, expected=expected, undecided=undecided)
 
 

@@ -413,8 +413,8 @@ def _finish(tl: Any, json_path: str | None, plot_path: str | None) -> int:
 def _write_json(tl: Any, findings: list[Any], path: str) -> None:
     import json
 
-    from cudadoctor import __version__
     from cudadoctor.facts.codec import to_jsonable
+    from cudadoctor.version import __version__
 
     data = {
         "schema_version": JSON_SCHEMA,

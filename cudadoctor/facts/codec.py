@@ -140,7 +140,7 @@ def load_report(text: str) -> tuple[Any, list[Any], dict[str, Any]]:
     import json
 
     from cudadoctor.facts import Facts
-    from cudadoctor.report import ProbeOutcome
+    from cudadoctor.model import ProbeOutcome
 
     try:
         data: Any = json.loads(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudadoctor.report import ProbeOutcome
+from cudadoctor.model import ProbeOutcome
 
 
 @dataclass

@@ -46,9 +46,6 @@ ARCHITECTURES: dict[tuple[int, int], tuple[str, str]] = {
 # driver and architecture matrix (NVIDIA/ansible-role-nvidia-driver PR#89). Kepler's branch is not sourced here.
 LAST_DRIVER_BRANCH: dict[str, int] = {"Maxwell": 580, "Pascal": 580, "Volta": 580}
 
-# Lowest compute capability each CUDA major can compile for.
-MIN_CC_FOR_CUDA_MAJOR: dict[int, tuple[int, int]] = {11: (3, 5), 12: (5, 0), 13: (7, 5)}
-
 
 def parse_cc(text: str | None) -> tuple[int, int] | None:
     """ "8.6" -> (8, 6): the one compute-capability parser. ASCII digits only ("².0" is not 2.0)."""

@@ -216,8 +216,6 @@ def torchaudio_for(torch_version: str) -> str | None:
 # Linux aarch64: CUDA wheels for server GPUs (GH200, GB200, DGX Spark) on download.pytorch.org; a plain
 # `pip install torch` gave a CPU build on GB200 until they reached the default index (pytorch#168065 ✅).
 # Jetson: NVIDIA's JetPack wheels, not PyPI (cuda-facts §10 ✅; the page below is NVIDIA's install guide).
-WINDOWS_NVML_DLLS = (r"%WINDIR%\System32\nvml.dll", r"%ProgramFiles%\NVIDIA Corporation\NVSMI\nvml.dll")
-WINDOWS_CUDA_DRIVER_DLL = r"%WINDIR%\System32\nvcuda.dll"
 JETSON_WHEELS = "https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html"
 
 

@@ -15,7 +15,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from cudadoctor.report import COLUMN_MARKS
+from cudadoctor.model import COLUMN_MARKS
 
 Extracted = Iterator[tuple[int, str | None, str, list[str]]]
 

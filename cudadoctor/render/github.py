@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from cudadoctor.model import Finding, Severity
 from cudadoctor.render import fix_heading
-from cudadoctor.report import Finding, Report, Severity
+from cudadoctor.report import Report
 
 
 def _data(text: str) -> str:

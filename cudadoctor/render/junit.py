@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from cudadoctor.model import Finding, Fix, Severity
 from cudadoctor.render import LANGUAGE_NAMES
-from cudadoctor.report import Finding, Fix, Report, Severity
+from cudadoctor.report import Report
 
 
 def render(report: Report) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from cudadoctor.report import COLUMN_MARKS, Table
+from cudadoctor.model import COLUMN_MARKS, Table
 
 
 def char_width(ch: str) -> int:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from cudadoctor.locale import _
+from cudadoctor.model import language
 from cudadoctor.render import fix_heading
 from cudadoctor.render.layout import column_name
-from cudadoctor.report import language
 from cudadoctor.rules.catalogue import SECTIONS
 
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️", "ok": "✅"}

@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.text import Text
 
 from cudadoctor.locale import _
+from cudadoctor.model import Finding, Severity
 from cudadoctor.render import fix_heading
 from cudadoctor.render.layout import display_width, fit_table, wrap
 from cudadoctor.render.printable import printable
-from cudadoctor.report import Finding, Report, Severity, Status
+from cudadoctor.report import Report, Status
 
 MARKS = {
     Severity.ERROR: ("✗", "x", "bold red"),

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from cudadoctor.facts.watch import MAIN, WORKER, Sample, Timeline
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.locale import ENGLISH, _, current, ngettext
+from cudadoctor.model import Finding, Severity
 from cudadoctor.render import fix_heading
 from cudadoctor.render.layout import char_width, column_name, display_width, pad, wrap
-from cudadoctor.report import Finding, Severity
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 ASCII = " .:-=+*#%@"
@@ -219,7 +219,7 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
 
 def summary(tl: Timeline, findings: list[Finding], encoding: str | None) -> str:
     """The end-of-run report, on stderr: the command's own stdout stays the command's."""
-    from cudadoctor.locale.localize import findings as localized
+    from cudadoctor.render.localize import findings as localized
 
     unicode = can_encode(BLOCKS + "✓✗—…×", encoding)
     lines = ["", "cudadoctor watch: " + _ended(tl)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 
 # Report order. Code ranges: CD0xx doctor, CD1xx driver/libcuda/toolkit/system (CD112-119, CD126-129,
 # CD143-199 below torch: WSL, kernel module, containers, GPU health), CD2xx torch and its libraries,
@@ -90,5 +90,5 @@ def named(thing: str, value: object) -> str:
 
 
 def fix(when: str, *commands: str, lang: str = "") -> Fix:
-    """`lang`: what the lines are (report.FIX_LANGUAGES); left out, report.language tells it from them."""
+    """`lang`: what the lines are (model.FIX_LANGUAGES); left out, model.language tells it from them."""
     return Fix(when=when, commands=list(commands), lang=lang)

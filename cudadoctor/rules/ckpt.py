@@ -10,7 +10,7 @@ import shlex
 
 from cudadoctor.facts.ckpt import CkptFacts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 S = "Checkpoint"

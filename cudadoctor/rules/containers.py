@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import ContainerFacts
-from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import container
+from cudadoctor.rules.predicates import container_root_cause as root_cause
 
 VISIBLE_DEVICES = entry(
     "CD144",
@@ -59,30 +61,8 @@ HIDDEN_PROCESSES = entry(
 HIDDEN_MIN_BYTES = 1 << 30
 
 
-def container(f: Facts) -> ContainerFacts | None:
-    c = f.platform.container if f.platform is not None else None
-    return c if c is not None and c.runtime is not None else None
-
-
-def _no_gpu_here(f: Facts) -> bool:
-    d = f.driver
-    return d is not None and (d.init_status == "LIBRARY_NOT_FOUND" or (d.init_status == "ok" and d.device_count == 0))
-
-
 def _caps(c: ContainerFacts) -> set[str]:
     return {w.strip().lower() for w in (c.driver_capabilities or "").split(",") if w.strip()}
-
-
-def root_cause(f: Facts) -> str | None:
-    """The finding here that explains "no driver / no GPU in this container" (for driver.py's cause=)."""
-    c = container(f)
-    if c is None or not _no_gpu_here(f):
-        return None
-    if c.visible_devices is not None and c.visible_devices.strip().lower() in ("", "void", "none"):
-        return "CD144"
-    if c.kubernetes:
-        return "CD146"
-    return None
 
 
 def capabilities_cause(f: Facts) -> str | None:

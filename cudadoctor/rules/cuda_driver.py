@@ -6,10 +6,11 @@ from cudadoctor.facts import Facts
 from cudadoctor.knowledge import cuda_errors as errors
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity, plural
-from cudadoctor.rules import containers, health, kernel_module, wsl
+from cudadoctor.model import Finding, Fix, Severity, plural
+from cudadoctor.rules import containers, health, kernel_module, predicates, wsl
 from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.driver import CONTAINER_FIX
+from cudadoctor.rules.predicates import container
 
 LIBCUDA_OK = entry(
     "CD120",
@@ -96,9 +97,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if not c.library_found:
         if nvml_ok:
             # either probe's evidence of a container: the platform facts (runtime, capabilities) or the system's
-            in_container = (f.system is not None and f.system.in_container is True) or containers.container(
-                f
-            ) is not None
+            in_container = (f.system is not None and f.system.in_container is True) or container(f) is not None
             fixes = (
                 [
                     fix(
@@ -168,7 +167,7 @@ def evaluate(f: Facts) -> list[Finding]:
 
 def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
     """The fixes for a failed cuInit, first the one for this code; and the finding that is its cause."""
-    in_wsl = wsl.in_wsl(f)
+    in_wsl = predicates.in_wsl(f)
     fixes: list[Fix] = []
     cause = None
     nvml_broken = f.driver is not None and f.driver.init_status not in ("ok", "BINDING_MISSING")

@@ -8,9 +8,10 @@ from cudadoctor.knowledge.architectures import last_driver_branch
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
 from cudadoctor.knowledge.driver_install import SOURCES, install_commands, pre_turing_pci
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
-from cudadoctor.rules import containers, kernel_module, wsl
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.rules import kernel_module, wsl
 from cudadoctor.rules.catalogue import CATALOGUE, entry, fix, named
+from cudadoctor.rules.predicates import container, container_root_cause, in_wsl, jetson, package_tool
 
 DRIVER_OK = entry(
     "CD100",
@@ -159,7 +160,7 @@ _WSL_REMOVE = {
 
 
 def _wsl_fix(f: Facts) -> list[Fix]:
-    tool = wsl.package_tool(f)
+    tool = package_tool(f)
     if tool not in _WSL_REMOVE:
         return WSL_FIX
     if tool == "dnf":
@@ -169,30 +170,6 @@ def _wsl_fix(f: Facts) -> list[Fix]:
             "Never install a Linux NVIDIA driver inside WSL; list any installed, then remove them", _WSL_REMOVE[tool]
         )
     return [WSL_FIX[0], remove]
-
-
-def jetson(f: Facts) -> str | None:
-    """The L4T release line when this is a Jetson (an integrated GPU: no PCI device, no NVML)."""
-    libs = getattr(f.torch, "libraries", None) if f.torch is not None else None
-    return getattr(libs, "jetson", None)
-
-
-def gpu_presence(f: Facts) -> bool | None:
-    """Does this machine have an NVIDIA GPU a driver could use? True/False when a probe answered,
-    None when nothing that ran can tell (a timed-out driver probe is not "no GPU")."""
-    if jetson(f):
-        return True
-    d, pci = f.driver, f.pci
-    if d is not None and d.init_status == "ok" and d.device_count is not None:
-        if d.device_count > 0:
-            return True
-    if wsl.in_wsl(f):
-        return None  # WSL2's PCI bus never lists the GPU: the Windows driver owns it
-    if pci is not None and pci.scanned:
-        return bool(pci.nvidia_gpus)
-    if d is not None and d.init_status == "ok" and d.device_count == 0:
-        return False
-    return None
 
 
 def _legacy_gpu(f: Facts) -> bool:
@@ -217,7 +194,7 @@ def _driver_upgrade(f: Facts) -> list[str]:
     page = SOURCES["generic"]
     if f.system is not None and f.system.os == "Windows":
         return [f"start {page}"]
-    if wsl.in_wsl(f):
+    if in_wsl(f):
         return [f"explorer.exe {page}"]
     return install_commands(f.system.os_id if f.system else None, legacy=_legacy_gpu(f))[1]
 
@@ -230,14 +207,14 @@ def evaluate(f: Facts) -> list[Finding]:
         return [BINDING_MISSING.finding(fix=[fix("Install it next to cudadoctor", "pip install nvidia-ml-py")])]
     if d.init_status == "ok":
         healthy = _healthy_driver(d, f)
-        hidden_by = containers.root_cause(f)  # NVIDIA_VISIBLE_DEVICES=none, a pod without a GPU
+        hidden_by = container_root_cause(f)  # NVIDIA_VISIBLE_DEVICES=none, a pod without a GPU
         for finding in healthy:
             if finding.code == NO_DEVICES.code and hidden_by:
                 finding.cause = hidden_by
         return healthy
     if d.init_status == "LIBRARY_NOT_FOUND":
         return [_library_not_found(f)]
-    if wsl.in_wsl(f):
+    if in_wsl(f):
         return [_wsl_failure(f, d)]  # no modprobe, DKMS or Secure Boot inside WSL
     if d.init_status == "DRIVER_NOT_LOADED":
         cause = kernel_module.root_cause(f)
@@ -515,7 +492,7 @@ def _library_not_found(f: Facts) -> Finding:
             fix=[],
             cause="CD112",
         )
-    if wsl.in_wsl(f):
+    if in_wsl(f):
         return NO_DRIVER.finding(
             title="WSL2 without the NVIDIA driver: /usr/lib/wsl/lib has no libnvidia-ml.so.1",
             why="Under WSL2 the GPU driver is the Windows one; WSL maps its libraries into "
@@ -539,13 +516,13 @@ def _library_not_found(f: Facts) -> Finding:
                 fix("Load checkpoints saved on a GPU", "torch.load(path, map_location='cpu')"),
             ]
         )
-    if (s is not None and s.in_container is True) or containers.container(f) is not None:
+    if (s is not None and s.in_container is True) or container(f) is not None:
         return NO_DRIVER.finding(
             title="No NVIDIA driver inside this container (libnvidia-ml.so.1 not found)",
             why="Containers get the driver from the host through the NVIDIA Container Toolkit; this "
             "one was started without it (no --gpus), so no GPU can be used inside.",
             fix=CONTAINER_FIX,
-            cause=containers.root_cause(f),
+            cause=container_root_cause(f),
         )
     gpus = pci.nvidia_gpus if pci is not None else []
     title = NO_DRIVER.summary

@@ -11,7 +11,7 @@ from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name, parse_cc
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
 
 SECTION = "CUDA libraries"

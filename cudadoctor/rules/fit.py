@@ -7,7 +7,7 @@ import math
 from cudadoctor.facts.fit import FitFacts, FitGpu
 from cudadoctor.knowledge.memory import DTYPE_BYTES, INFERENCE, LEFT_OUT, TRAINING
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity, Table
+from cudadoctor.model import Finding, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
 
 ESTIMATE = entry(

@@ -27,7 +27,7 @@ from cudadoctor.knowledge.gpu_health import (  # noqa: F401  (re-exported for th
     health_flags,
 )
 from cudadoctor.knowledge.xid import APP, HARDWARE, describe
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 # nvmlClocksEventReason* bits (nvml.h; nvidia-ml-py names them the same)

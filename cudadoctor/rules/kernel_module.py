@@ -16,8 +16,9 @@ from __future__ import annotations
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import KernelModuleFacts
 from cudadoctor.knowledge.driver_install import LEGACY_BRANCH
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import family
 
 SECURE_BOOT = entry(
     "CD117",
@@ -92,12 +93,6 @@ FABRIC_MANAGER = entry(
 )
 
 _SB_HINTS = ("Key was rejected", "unsigned module loading is restricted", "Required key not available")
-
-
-def family(os_id: str | None) -> str:
-    fam = {"pop": "ubuntu", "linuxmint": "ubuntu", "rocky": "rhel", "almalinux": "rhel", "centos": "rhel"}
-    fam.update({"ol": "rhel", "manjaro": "arch", "endeavouros": "arch"})
-    return fam.get(os_id or "", os_id or "")
 
 
 def _module(f: Facts) -> KernelModuleFacts | None:

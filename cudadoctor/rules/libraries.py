@@ -16,12 +16,23 @@ from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import OWN_ORIGINS, LibraryFacts, LoadedLibrary, PinCheck
 from cudadoctor.knowledge import library_defects, wheels
 from cudadoctor.knowledge.versions import parse_version, version_at_least
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix, named
-from cudadoctor.rules.torch_build import CUDNN_SHADOWED
 
 SECTION = "CUDA libraries"
 
+CUDNN_SHADOWED = entry(
+    "CD208",
+    "cudnn-shadowed",
+    Severity.WARNING,
+    "CUDA libraries",
+    "A CUDA library from outside the environment shadows the wheel's own",
+    """pip wheels bring their own CUDA libraries (cuDNN, cuBLAS, NCCL, nvJitLink, … in nvidia-*-cu12/-cu13
+    packages). A copy found first through LD_LIBRARY_PATH, another conda environment, a CUDA toolkit or
+    the system library path is loaded instead, and a version mismatch shows up as `undefined symbol`
+    errors at import, cuDNN errors or silent slowdowns. One finding per place the copies came from
+    (rules/libraries.py); the first version of this check looked at cuDNN only.""",
+)
 STACK = entry(
     "CD218",
     "cuda-library-stack",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cudadoctor.facts import BandwidthFacts, Facts, SmokeFacts, Transfer
 from cudadoctor.facts.nvml import NvmlDevice
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
 
 BANDWIDTH = entry(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 SLOW_SHARE = 0.4  # of the narrowest link's theoretical rate

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.report import Finding, ProbeOutcome, Severity
+from cudadoctor.model import Finding, ProbeOutcome, Severity
 from cudadoctor.rules.catalogue import entry, fix
 
 PROBE_CRASHED = entry(

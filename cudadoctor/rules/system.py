@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Fix, Severity
+from cudadoctor.model import Finding, Fix, Severity
 from cudadoctor.rules.catalogue import entry, fix
 
 SMALL_SHM = entry(

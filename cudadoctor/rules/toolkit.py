@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.report import Finding, Severity
+from cudadoctor.model import Finding, Severity
 from cudadoctor.rules.catalogue import entry
 
 TOOLKIT_WITHOUT_DRIVER = entry(

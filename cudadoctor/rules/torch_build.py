@@ -19,9 +19,12 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
-from cudadoctor.report import Finding, Fix, Severity, plural
+from cudadoctor.model import Finding, Fix, Severity, plural
 from cudadoctor.rules.catalogue import entry, fix, named
-from cudadoctor.rules.driver import GPU_LOST, gpu_presence
+from cudadoctor.rules.driver import GPU_LOST
+from cudadoctor.rules.libraries import import_failure_detail
+from cudadoctor.rules.predicates import gpu_presence
+from cudadoctor.rules.story import BESIDE_TORCH, CONSEQUENCES, ROOT_CAUSES
 
 TORCH_OK = entry(
     "CD200",
@@ -98,18 +101,6 @@ CUDNN_PROBLEM = entry(
     "cuDNN cannot be used",
     """torch.backends.cudnn.version() failed: the cuDNN library found at run time is missing or
     incompatible with the one torch was built with, so convolutions and RNNs fail or fall back.""",
-)
-CUDNN_SHADOWED = entry(
-    "CD208",
-    "cudnn-shadowed",
-    Severity.WARNING,
-    "CUDA libraries",
-    "A CUDA library from outside the environment shadows the wheel's own",
-    """pip wheels bring their own CUDA libraries (cuDNN, cuBLAS, NCCL, nvJitLink, … in nvidia-*-cu12/-cu13
-    packages). A copy found first through LD_LIBRARY_PATH, another conda environment, a CUDA toolkit or
-    the system library path is loaded instead, and a version mismatch shows up as `undefined symbol`
-    errors at import, cuDNN errors or silent slowdowns. One finding per place the copies came from
-    (rules/libraries.py); the first version of this check looked at cuDNN only.""",
 )
 NVCC_DIFFERS = entry(
     "CD209",
@@ -280,8 +271,6 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         ]
     if t.import_error and t.installed:
-        from cudadoctor.rules.libraries import import_failure_detail  # it imports this module
-
         detail = import_failure_detail(f)
         return [
             IMPORT_FAILED.finding(
@@ -603,8 +592,6 @@ def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
     """The errors that can explain is_available() being False, the likeliest first: the torch build's own
     errors and the driver-level root causes, then the rest. A GPU lost while another is healthy
     (CD105) is no cause (torch would still see the healthy one), nor is what follows from a cause."""
-    from cudadoctor.rules import BESIDE_TORCH, CONSEQUENCES, ROOT_CAUSES  # rules/__init__ imports this module
-
     devices = f.driver.devices if f.driver is not None else []
     some_healthy = any(d.error is None for d in devices)
     causes = [

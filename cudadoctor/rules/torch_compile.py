@@ -8,7 +8,7 @@ from cudadoctor.advice import install as install_advice
 from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompileFacts
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
 
 COMPILE_SECTION = "torch.compile"  # a --full check of its own, not a library

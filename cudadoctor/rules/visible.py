@@ -5,7 +5,7 @@ from __future__ import annotations
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
 from cudadoctor.knowledge.visibility import Visibility, from_env
-from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 
 VISIBLE_TABLE = entry(

@@ -19,7 +19,7 @@ import shlex
 from cudadoctor.facts.watch import Sample, Timeline
 from cudadoctor.knowledge.pcie import link_gbps
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules import timeline_stats as stats
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.timeline_stats import (

@@ -10,11 +10,10 @@ microsoft/WSL#12859 "GPU access blocked by the operating system"; Syllo/nvtop#31
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.facts.platform import WslFacts
 from cudadoctor.knowledge.driver_install import SOURCES
-from cudadoctor.report import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.kernel_module import family
+from cudadoctor.rules.predicates import family, in_wsl, package_tool, wsl  # noqa: F401  (wsl.in_wsl: old callers)
 
 WSL1 = entry(
     "CD112",
@@ -69,31 +68,9 @@ _PACKAGE_TOOLS = {
 }
 
 
-def wsl(f: Facts) -> WslFacts | None:
-    return f.platform.wsl if f.platform is not None else None
-
-
-def in_wsl(f: Facts) -> bool:
-    """WSL from either probe: the platform facts, or the system probe's older flag."""
-    return wsl(f) is not None or bool(f.system and f.system.wsl)
-
-
 def distro(f: Facts) -> str:
     w = wsl(f)
     return (w.distro if w is not None else None) or "DISTRO"
-
-
-def package_tool(f: Facts) -> str:
-    """apt, dnf, zypper or pacman, from the distribution's os-release ID (apt when unknown: the Linux
-    driver packages are read from the dpkg database, and most WSL distributions are Ubuntu)."""
-    fam = family(f.system.os_id if f.system is not None else None)
-    if fam in ("fedora", "rhel"):
-        return "dnf"
-    if fam.startswith(("opensuse", "sles", "suse")):
-        return "zypper"
-    if fam == "arch":
-        return "pacman"
-    return "apt"
 
 
 def windows_fixes(f: Facts) -> list[Fix]:

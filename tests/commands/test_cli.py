@@ -13,11 +13,11 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from cudadoctor import __version__
 from cudadoctor.cli import cli
 from cudadoctor.probes import REGISTRY, Probe
 from cudadoctor.probes import names as probe_names
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_PROBLEMS, EXIT_USAGE, SCHEMA_VERSION
+from cudadoctor.version import __version__
 from tests.conftest import H100_HEALTHY, ROOT, real_driver_present
 from tests.helpers import PY, doctor
 
@@ -337,7 +337,7 @@ def test_a_timeout_says_what_ran_out_and_the_likely_reason(run_cli, tmp_path):
 
 def test_a_hang_is_blamed_on_what_the_facts_allow():
     """A torch check that used its full bound: a hung driver only where a driver and a GPU are in use."""
-    from cudadoctor.report import ProbeOutcome
+    from cudadoctor.model import ProbeOutcome
     from cudadoctor.rules.probe_failures import evaluate
     from tests.facts_fixtures import gpu, healthy
 

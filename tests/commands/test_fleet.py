@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from cudadoctor.facts import Facts
+from cudadoctor.model import Severity
 from cudadoctor.render.layout import display_width
-from cudadoctor.report import Severity, build
+from cudadoctor.report import build
 from tests.conftest import ROOT, fake_machine_env
 from tests.helpers import by_code, commands
 
@@ -606,7 +607,7 @@ def test_events_of_a_hang_name_who_never_arrived():
             "last": {"0": "all-reduce node 1048576", "1": "groups"},
         },
     ]
-    lau = Launch(0, 2, 0, 2, 0, 1, True)
+    lau = Launch(0, 2, 0, 2, 0, 1)
     ff = assemble(ChildRun(events=events), lau, None, None)
     assert ff.hang.not_arrived == {1: "groups"} and ff.hang.seconds == 60
     found = _codes(ff)
@@ -630,7 +631,7 @@ def test_a_rank_beyond_the_visible_gpus_gets_no_device_but_a_finding():
     ranks[2]["gpus"] = None
     assert short_ranks(ranks) == [1]
     events = [{"event": "arrived", "ranks": {"0": rank, "1": dict(rank, local_rank=1)}, "missing": []}]
-    ff = assemble(ChildRun(events=events), Launch(0, 2, 0, 2, 0, 1, True), None, None)
+    ff = assemble(ChildRun(events=events), Launch(0, 2, 0, 2, 0, 1), None, None)
     assert [i.visible_gpus for i in ff.ranks] == [1, 1]
     f = _codes(ff)["CD811"]
     assert f.severity.name == "ERROR"
@@ -761,7 +762,7 @@ def test_the_join_bound_covers_rank_0s_node_check_only_where_rank_0_opens_the_st
     from cudadoctor.backends.fleet import Launch
     from cudadoctor.commands.fleet import connect_timeout
 
-    leader, other = Launch(1, 4, 0, 2, 1, None, True), Launch(3, 4, 1, 2, 1, None, True)
+    leader, other = Launch(1, 4, 0, 2, 1, None), Launch(3, 4, 1, 2, 1, None)
     assert connect_timeout(5.0, 12.0, leader, {}) == 5.0  # it ran the same check as rank 0 did
     assert connect_timeout(5.0, 12.0, other, {}) == 17.0  # it ran none: rank 0 opens the store after its own
     assert connect_timeout(5.0, 12.0, other, {"TORCHELASTIC_USE_AGENT_STORE": "True"}) == 5.0  # torchrun's is open

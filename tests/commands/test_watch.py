@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, ProcSample, Sample, Timeline
-from cudadoctor.report import Severity
+from cudadoctor.model import Severity
 from cudadoctor.rules import watch as rules
 from cudadoctor.rules.catalogue import CATALOGUE
 from tests.conftest import LIBRARY_DIRS, fake_machine_env

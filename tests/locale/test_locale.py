@@ -241,7 +241,7 @@ def test_a_gpu_machine_reads_as_chinese(arch: str) -> None:
     import dataclasses
 
     from cudadoctor.commands.check import diagnose
-    from cudadoctor.report import ProbeOutcome
+    from cudadoctor.model import ProbeOutcome
     from tests.facts_fixtures import gpu, healthy, torch_cuda
 
     devices = [gpu(0, "NVIDIA H100 80GB HBM3", "9.0"), gpu(1, "NVIDIA H100 80GB HBM3", "9.0")]
@@ -313,7 +313,7 @@ def test_titles_built_from_facts_are_translated_whole() -> None:
     collect(ff.no_driver())
     for path in sorted((ROOT / "tests" / "triage_corpus").iterdir()):
         collect(read(path.read_text(encoding="utf-8", errors="replace")).facts)
-    from cudadoctor.locale.localize import title
+    from cudadoctor.render.localize import title
 
     english = re.compile(r"\b[A-Za-z]+ [a-z]+ [a-z]+\b")  # a phrase, not a name or a version
     left = sorted(t for t, how in titles.items() if how == "fallback" and english.search(title(*t)))
@@ -468,7 +468,7 @@ def test_a_list_title_is_translated_part_by_part_in_order():
     """The smoke test's title is parts joined by "; ": "loss fell on {devices}" once swallowed the parts
     after it and put its own ending last ("… 检查点能在 CPU 上加载 上下降")."""
     from cudadoctor.locale import use
-    from cudadoctor.locale.localize import title
+    from cudadoctor.render.localize import title
 
     text = (
         "Smoke test: loss fell on cpu, cuda:0; CPU/GPU losses agree within 0.0000%; CNN 3.2x slower on the GPU; "

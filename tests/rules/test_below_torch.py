@@ -19,7 +19,8 @@ from cudadoctor.facts import BandwidthFacts, CudaDriverFacts, DriverFacts, Facts
 from cudadoctor.facts.measure import PeerTransfer
 from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, PlatformFacts, WslFacts, XidEvent
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS, NVML_ERRORS
-from cudadoctor.report import Severity, build
+from cudadoctor.model import Severity
+from cudadoctor.report import build
 from cudadoctor.rules import evaluate
 from cudadoctor.rules.catalogue import CATALOGUE
 from cudadoctor.rules.health import health_flags
@@ -897,7 +898,7 @@ def wsl2_facts(os_id: str = "ubuntu", system_wsl: bool | None = True, **wsl) -> 
 
 
 def test_wsl2_pci_scan_without_a_gpu_is_not_no_gpu():
-    from cudadoctor.rules.driver import gpu_presence
+    from cudadoctor.rules.predicates import gpu_presence
     from tests.facts_fixtures import torch_cpu
 
     facts = wsl2_facts(system_wsl=None, linux_driver_packages=["nvidia-driver-550"])

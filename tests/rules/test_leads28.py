@@ -8,7 +8,7 @@ import pytest
 
 from cudadoctor.facts import DriverFacts, PciDevice, PciFacts
 from cudadoctor.facts.platform import KernelModuleFacts, PlatformFacts
-from cudadoctor.report import Severity
+from cudadoctor.model import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import gpu, healthy, no_driver, torch_cuda
 from tests.helpers import commands

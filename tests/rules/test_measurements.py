@@ -17,7 +17,8 @@ from cudadoctor.facts import (
     Transfer,
 )
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.report import EXIT_PROBLEMS, Severity
+from cudadoctor.model import Severity
+from cudadoctor.report import EXIT_PROBLEMS
 from cudadoctor.rules import evaluate as evaluate_all
 from cudadoctor.rules.measurements import evaluate
 from tests.facts_fixtures import gpu, healthy

@@ -10,7 +10,7 @@ from cudadoctor.facts import (
     ToolkitFacts,
     ToolkitInstall,
 )
-from cudadoctor.report import Finding, Severity
+from cudadoctor.model import Finding, Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import GiB, gpu, healthy, no_driver, torch_cuda
 from tests.helpers import by_code, codes, commands

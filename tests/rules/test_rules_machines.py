@@ -12,7 +12,7 @@ from cudadoctor.facts import (
     TorchFacts,
 )
 from cudadoctor.facts.paste import PasteFacts, PasteHit
-from cudadoctor.report import Severity
+from cudadoctor.model import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import driver_ok, gpu, healthy, linux, no_driver, torch_cpu, torch_cuda
 from tests.helpers import by_code, commands
@@ -313,7 +313,6 @@ def test_a_pasted_version_gets_an_index_it_exists_on() -> None:
 
 def test_no_advice_is_a_label_not_a_comment() -> None:
     from cudadoctor.advice.install import Advice
-
     from cudadoctor.rules.torch_build import _advice_fix
 
     fixes = _advice_fix(Advice(None, None, note="no known torch build fits"), "Install torch")

@@ -38,7 +38,8 @@ from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, Extens
 from cudadoctor.facts.libraries import EnvironmentManager, LibraryFacts, LoadedLibrary, PinCheck
 from cudadoctor.facts.platform import ContainerFacts, KernelModuleFacts, PlatformFacts, XidEvent
 from cudadoctor.knowledge import wheels
-from cudadoctor.report import ProbeOutcome, Severity, Status, build
+from cudadoctor.model import ProbeOutcome, Severity
+from cudadoctor.report import Status, build
 from cudadoctor.rules import evaluate
 from cudadoctor.rules.examples import machines as example_machines
 from cudadoctor.rules.requirements import Requirements

@@ -152,10 +152,6 @@ class Persistent:
     pid: Any
 
 
-class _Mark:
-    pass
-
-
 class PickleError(ValueError):
     pass
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import cache, partial
 
 from cudadoctor.facts import Facts
-from cudadoctor.report import Finding, Fix
+from cudadoctor.model import Finding, Fix
 from cudadoctor.rules.examples.base import _ubuntu
 from cudadoctor.rules.examples.checkpoints import checkpoints
 from cudadoctor.rules.examples.fleets import fleets

@@ -45,7 +45,7 @@ from cudadoctor.facts.platform import (
 )
 from cudadoctor.knowledge import companions
 from cudadoctor.knowledge.gpu_health import CLOCKS_HW_THERMAL, CLOCKS_SW_THERMAL, COMPUTE_EXCLUSIVE_PROCESS
-from cudadoctor.report import ProbeOutcome
+from cudadoctor.model import ProbeOutcome
 from cudadoctor.rules.examples.base import (
     _UBUNTU,
     KERNEL,

@@ -11,7 +11,7 @@ list of nodes they were found on.
 from __future__ import annotations
 
 from cudadoctor.facts.fleet import FleetFacts
-from cudadoctor.report import Finding, ProbeOutcome
+from cudadoctor.model import Finding, ProbeOutcome
 from cudadoctor.rules.fleet.inventory import gpu_count, inventory, mismatch, too_many_ranks
 from cudadoctor.rules.fleet.liveness import gloo_and_torch, hang_and_failures, nodes_and_ranks
 from cudadoctor.rules.fleet.performance import lags, outliers, phase1, phase2

@@ -9,7 +9,8 @@ from typing import Any
 
 from cudadoctor.facts.fleet import FleetFacts, NodeFacts
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.report import Finding, Fix, Severity, Table, decide, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.report import decide
 from cudadoctor.rules import health
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.fleet.labels import S, nodes_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from cudadoctor.facts.fleet import FleetFacts
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.fleet.labels import S, nodes_text, ranks_text
 

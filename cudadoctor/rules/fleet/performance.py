@@ -11,7 +11,7 @@ from typing import Any
 from cudadoctor.facts.fleet import FleetFacts
 from cudadoctor.knowledge import gpu_perf
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.report import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.fleet.labels import S, nodes_text, ranks_text
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudadoctor.facts.fleet import FleetFacts
-from cudadoctor.report import Finding, Severity, Table
+from cudadoctor.model import Finding, Severity, Table
 from cudadoctor.rules.catalogue import entry
 from cudadoctor.rules.fleet.labels import S, nodes_text
 
@@ -20,7 +20,7 @@ NODE_REPORT = entry(
 
 def node_reports(ff: FleetFacts) -> tuple[list[Finding], dict[int, list[Finding]]]:
     """Each node's own check findings, one line per finding with the nodes it was found on."""
-    from cudadoctor.rules import evaluate
+    from cudadoctor.rules.check import evaluate
 
     per_node: dict[int, list[Finding]] = {}
     missing = []

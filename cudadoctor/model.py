@@ -1,0 +1,127 @@
+"""The data types every layer shares: a finding's severity, fixes and tables, how a probe ended, where the
+facts came from. Below everything: it imports nothing of cudadoctor, so backends, probes, rules, report,
+render and the locale layer can all use it without importing each other."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    OK = "ok"
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse."""
+        return _RANK[self.value]
+
+
+_RANK = {"ok": 0, "info": 1, "warning": 2, "error": 3}
+
+
+# What a fix's lines are, so that every renderer labels them by it (a Markdown fence, a heading): lines for a
+# POSIX shell, for PowerShell (the default Windows terminal), Python code, or lines of a TOML or YAML file.
+FIX_LANGUAGES = ("sh", "powershell", "python", "toml", "yaml")
+
+# A Python statement, never a shell command line: `import x`, `from x import y`, an assignment `a, b = …` or
+# `n *= 2` (a shell assignment has no spaces around its `=`), a call `torch.load(…)` whose name touches its
+# parenthesis, a block statement, or an indented line of a block.
+_PYTHON_LINE = re.compile(
+    r"^(?:import [\w.]+|from [\w.]+ import \w"
+    r"|[A-Za-z_][\w.]*(?:\[[^\]]*\])?(?:\s*,\s*[A-Za-z_][\w.]*)*\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=\s"
+    r"|[A-Za-z_][\w.]*\(|(?:with|for|if|elif|else|try|except|finally|def|class)\b.*:$|\s)"
+)
+# A PowerShell line: a quoted program run with `&`, a program given by a Windows path, `start URL`.
+_POWERSHELL_LINE = re.compile(r"^(?:& |[A-Za-z]:\\|\\\\|start https?://)")
+# A YAML mapping (a Kubernetes snippet): `key: value`, which no command line starts with.
+_YAML_LINE = re.compile(r"^[A-Za-z_][\w.-]*: ")
+
+
+def language(commands: list[str]) -> str:
+    """What these lines are when their author did not say: Python (or YAML) when every line is, PowerShell
+    when a line runs a Windows program, else shell."""
+    lines = [c for c in commands if c.strip()]
+    if lines and all(_PYTHON_LINE.match(c) for c in lines) and not _PYTHON_LINE.match(lines[0]).group().isspace():
+        return "python"
+    if lines and all(_YAML_LINE.match(c) for c in lines):
+        return "yaml"
+    if any(_POWERSHELL_LINE.match(c) for c in lines):
+        return "powershell"
+    return "sh"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One way to fix a finding: when it applies, the commands to paste, and what they are (`lang`, one of
+    FIX_LANGUAGES; told by `language` when not given, so a fix read from an older report has it too)."""
+
+    when: str
+    commands: list[str] = field(default_factory=list)
+    lang: str = ""
+
+    def __post_init__(self) -> None:
+        if self.lang not in FIX_LANGUAGES:
+            object.__setattr__(self, "lang", language(self.commands))
+
+
+COLUMN_MARKS = "<>!?"  # right-aligned, cut from the left, identifies the row, may be left out
+
+
+@dataclass
+class Table:
+    """Details as data; renderers lay it out (terminal width, Markdown, JSON arrays). A column's header
+    may end in layout marks (COLUMN_MARKS, render/layout.py), which no renderer shows."""
+
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    code: str
+    severity: Severity
+    section: str
+    title: str
+    why: str = ""
+    fix: list[Fix] = field(default_factory=list)
+    docs: str = ""
+    tables: list[Table] = field(default_factory=list)
+    cause: str | None = None  # the code of the root-cause finding this one follows from
+
+
+@dataclass
+class ProbeOutcome:
+    """How a probe ended: ok, skipped, crashed (it raised) or timeout; never raised to the user."""
+
+    name: str
+    status: str
+    seconds: float
+    error: str | None = None
+    traceback: str | None = None
+    bound: float | None = None  # a timeout: the seconds it had (--timeout, or its own)
+    default_bound: float | None = None  # … and the seconds it gets by default, without --timeout
+
+    @property
+    def failed(self) -> bool:
+        """Crashed or timed out; a probe skipped on request is not a failure."""
+        return self.status in ("crashed", "timeout")
+
+
+@dataclass
+class Source:
+    """Where the facts came from when they are not this machine's, now (`check --from`)."""
+
+    path: str
+    created: str | None = None
+    host: str | None = None
+    version: str | None = None  # the cudadoctor that made it
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 GPU", "2 GPUs", "1 process", "3 processes"."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -1,0 +1,122 @@
+"""Findings in the current language, looked up by code in the rules' catalogue at render time.
+
+A title equal to its catalogue summary becomes the translated summary. A title built from facts (an
+f-string in a rule module) keeps its English detail: the translated summary replaces the summary where
+the title starts with it, and is put in front of it otherwise. The same for the page text (`why`). Fix
+labels, table headers and static titles are translated when the catalogue holds them. Codes, commands
+and table cells are never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from cudadoctor.locale import ENGLISH, _, current
+from cudadoctor.model import COLUMN_MARKS, Finding, Fix, Table
+
+SEPARATOR = "："  # between a translated summary and an English detail
+
+
+def title(code: str, text: str) -> str:
+    from cudadoctor.rules.catalogue import CATALOGUE
+
+    entry = CATALOGUE.get(code)
+    translated = _(text)
+    if translated != text:
+        return translated
+    from cudadoctor.locale.titles import VERBATIM, match
+
+    found = match(text, generic=False)
+    if found is not None and _(found[0]) != found[0]:
+        template, values = found
+        return _(template).format(**{k: v if k in VERBATIM else label(v, 1) for k, v in values.items()})
+    if entry is None:
+        return text
+    summary = _(entry.summary)
+    if summary == entry.summary:
+        return text
+    if text.startswith(entry.summary):
+        rest = text[len(entry.summary) :]
+        if rest[:1] in (":", ";", ","):
+            return summary + SEPARATOR + _(rest[1:].strip())
+        return summary + rest
+    return f"{summary}{SEPARATOR}{text}"
+
+
+def label(text: str, depth: int = 0) -> str:
+    """A fix label: exact, by template (its values translated in turn), sentence by sentence, or part by
+    part ("; ")."""
+    if current() == ENGLISH:  # the label as it is, without compiling ~430 templates (explain's start-up)
+        return text
+    from cudadoctor.locale.titles import VERBATIM, match
+
+    translated = _(text)
+    if translated != text or depth > 3:
+        return translated
+    if "; " in text:
+        # a list of parts ("loss fell on cpu, cuda:0; AMP bfloat16 ok; ..."): part by part when each has a
+        # translation, so no template's last placeholder swallows the parts after it
+        parts = text.split("; ")
+        done = [label(part, depth + 1) for part in parts]
+        if all(d != part for d, part in zip(done, parts, strict=True)):
+            return _("; ").join(done)
+    found = match(text)
+    if found is not None and _(found[0]) != found[0]:
+        template, values = found
+        return _(template).format(**{k: v if k in VERBATIM else label(v, depth + 1) for k, v in values.items()})
+    sentences = re.split(r"(?<=[a-z0-9)]\.) (?=[A-Za-z])", text)  # facts a rule adds to a page, one sentence each
+    if len(sentences) > 1:
+        out = ""
+        for sentence in (label(x, depth + 1) for x in sentences):
+            out += sentence if not out or (out.endswith("。") and not sentence.isascii()) else " " + sentence
+        return out
+    if text.endswith(".") and (whole := label(text[:-1], depth + 1)) != text[:-1]:
+        return whole + "。"
+    if "; " in text:
+        return _("; ").join(label(part, depth + 1) for part in text.split("; "))
+    cited = re.fullmatch(r"(CD\d{3}) (.+)", text, re.DOTALL)  # "CD202 <its title>", as a cause is named
+    if cited:
+        return f"{cited[1]} {title(cited[1], cited[2])}"
+    return text
+
+
+def why(code: str, text: str) -> str:
+    from cudadoctor.rules.catalogue import CATALOGUE
+
+    if not text:
+        return text
+    translated = _(text)
+    entry = CATALOGUE.get(code)
+    if translated != text or entry is None:
+        return translated
+    explanation = _(entry.explanation)
+    if explanation == entry.explanation:
+        return text
+    if text.startswith(entry.explanation):  # the page with this machine's facts after it
+        rest = text[len(entry.explanation) :].strip()
+        return f"{explanation}\n{label(rest)}" if rest else explanation
+    # facts the page cannot know: the translated page, then this machine's detail as the rule wrote it
+    return f"{explanation}\n{label(text)}"
+
+
+def column(name: str) -> str:
+    bare = name.rstrip(COLUMN_MARKS)  # the layout marks (render/layout.py) stay
+    return _(bare) + name[len(bare) :]
+
+
+def finding(f: Finding) -> Finding:
+    return dataclasses.replace(
+        f,
+        title=title(f.code, f.title),
+        why=why(f.code, f.why),
+        fix=[Fix(when=label(x.when), commands=list(x.commands), lang=x.lang) for x in f.fix],
+        tables=[Table([column(c) for c in t.columns], t.rows) for t in f.tables],
+    )
+
+
+def findings(items: list[Finding]) -> list[Finding]:
+    """`items` in the current language (the same list in English)."""
+    if current() == ENGLISH:
+        return items
+    return [finding(f) for f in items]
