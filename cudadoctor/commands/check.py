@@ -16,6 +16,7 @@ from cudadoctor import probes
 from cudadoctor.cli import Seconds, complete_probe_names, echo, fail, names_option, run_command, size_option
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
+from cudadoctor.locale import _
 from cudadoctor.model import ProbeOutcome, Severity, Source
 
 if TYPE_CHECKING:  # facts, report and rules load while the probes run (see collect)
@@ -181,7 +182,11 @@ def _target_python(python: str | None, timeout: float | None) -> str:
         found = interpreter_in(resolved)
         if found is None:
             like = os.path.join(python, *ENV_INTERPRETERS[2 if sys.platform == "win32" else 0].split("/"))
-            fail(f"--python {python}: no Python interpreter in this directory; pass one, like {like}")
+            fail(
+                _("--python {path}: no Python interpreter in this directory; pass one, like {like}").format(
+                    path=python, like=like
+                )
+            )
         resolved = found
     problem = check_interpreter(resolved, timeout=min(timeout or 15.0, 15.0))
     if problem:
@@ -273,7 +278,7 @@ def _refuse_conflicts(
     """Options that contradict each other, or one that another makes meaningless, are a usage error:
     silently obeying one of them prints what the user did not ask for."""
     if as_json and fmt != "text" and fmt != "json":
-        fail(f"--json and --format {fmt} ask for two formats: give one")
+        fail(_("--json and --format {format} ask for two formats: give one").format(format=fmt))
     if from_file is not None:
         given = [
             name
@@ -288,10 +293,18 @@ def _refuse_conflicts(
             if value
         ]
         if given:
-            fail(f"--from replays a saved report, which runs no probe: it does not go with {', '.join(given)}")
+            fail(
+                _("--from replays a saved report, which runs no probe: it does not go with {options}").format(
+                    options=", ".join(given)
+                )
+            )
     if only and full:
         measures = ",".join(p.name for p in probes.REGISTRY if not p.default)
-        fail(f"--only picks the checks, --full adds the measurements to all: give one (--only {only},{measures})")
+        fail(
+            _(
+                "--only picks the checks, --full adds the measurements to all: give one (--only {only},{measures})"
+            ).format(only=only, measures=measures)
+        )
 
 
 def run_check(

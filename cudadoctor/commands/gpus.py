@@ -65,12 +65,14 @@ def _now() -> str:
 @click.option("--max-util", type=click.IntRange(0, 100), metavar="PCT", help="With --pick: at most this utilisation.")
 @click.option("--min-cc", metavar="X.Y", help="With --pick: at least this compute capability (8.0 for bf16).")
 @click.option(
-    "--format",
+    "--by",
     "by",
     type=click.Choice(("uuid", "index")),
     default="uuid",
-    help="With --pick: by UUID (order-proof, default) or by index (sets CUDA_DEVICE_ORDER=PCI_BUS_ID).",
+    help="With --pick: select by UUID (order-proof, default) or by index (sets CUDA_DEVICE_ORDER=PCI_BUS_ID).",
 )
+# --format is the report's format in every other command: this spelling of --by stays, hidden, for scripts
+@click.option("--format", "legacy_by", type=click.Choice(("uuid", "index")), hidden=True)
 @click.option("--shell", type=click.Choice(SHELLS), default="sh", help="With --pick: the shell syntax (default sh).")
 @click.option(
     "--wait",
@@ -109,6 +111,10 @@ def gpus(**o: Any) -> None:
     At 80 columns a column that shows a problem (TEMP from 85C, a HEALTH
     letter, a narrowed PCIe link) is never the one left out.
     """
+    legacy = o.pop("legacy_by")
+    if legacy is not None:
+        echo(_("cudadoctor: note: gpus --format {value} is now --by {value}").format(value=legacy), err=True)
+        o["by"] = legacy
     if o["pick"] is None and (
         o["min_free"] is not None
         or o["max_util"] is not None
@@ -117,7 +123,7 @@ def gpus(**o: Any) -> None:
         or o["shell"] != "sh"
         or o["wait"] is not None
     ):
-        fail(_("--min-free, --max-util, --min-cc, --format, --shell and --wait go with --pick N"))
+        fail(_("--min-free, --max-util, --min-cc, --by, --shell and --wait go with --pick N"))
     if o["watch"] is not None and o["pick"] is not None:
         fail(_("--watch shows the table; it does not go with --pick"))
     if o["min_cc"] is not None:

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from cudadoctor.cli import fail
+from cudadoctor.locale import _
 
 # seconds a tool call may take: a check runs every probe (each bounded by itself); --full measures
 BOUNDS = {
@@ -262,5 +263,9 @@ def mcp() -> None:
     except ImportError:
         from cudadoctor.advice import shell
 
-        fail(f"cudadoctor mcp needs the MCP SDK: {shell.word(sys.executable, lead=True)} -m pip install mcp")
+        fail(
+            _("cudadoctor mcp needs the MCP SDK: {install}").format(
+                install=f"{shell.word(sys.executable, lead=True)} -m pip install mcp"
+            )
+        )
     server.run("stdio")

@@ -30,6 +30,8 @@ TEMPLATES: tuple[str, ...] = (
     N_("{option} {path}: no such file"),
     # option values and the config file's settings (commands/config.py, knowledge/units.py)
     N_("{value} is not a size (examples: 8GiB, 8G, 8192MiB, 0.5TB)"),
+    N_("{value} has no unit: write {n}GiB, {n}GB or {n}MiB ({n}B for bytes)"),
+    N_('{value} has no unit: write "{n}GiB", "{n}GB" or "{n}MiB" ("{n}B" for bytes)'),
     N_("{value} is not a whole number"),
     N_("{value} is not a number"),
     N_("{value} is not a positive number"),
@@ -46,9 +48,12 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 def _compiled() -> tuple[tuple[re.Pattern[str], str], ...]:
     out = []
     for template in sorted(TEMPLATES, key=lambda t: -len(_PLACEHOLDER.sub("", t))):  # the most literal first
-        pattern, pos = "", 0
+        pattern, pos, seen = "", 0, set()
         for m in _PLACEHOLDER.finditer(template):
-            pattern += re.escape(template[pos : m.start()]) + f"(?P<{m[1]}>{_CLASSES.get(m[1], '.+?')})"
+            # a placeholder that repeats ("{n}GiB, {n}GB") must hold the same text each time
+            group = f"(?P={m[1]})" if m[1] in seen else f"(?P<{m[1]}>{_CLASSES.get(m[1], '.+?')})"
+            seen.add(m[1])
+            pattern += re.escape(template[pos : m.start()]) + group
             pos = m.end()
         out.append((re.compile(pattern + re.escape(template[pos:]), re.DOTALL), template))
     return tuple(out)

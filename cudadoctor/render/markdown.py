@@ -71,7 +71,8 @@ def render(data: dict) -> str:
             for rem in f["fix"]:
                 lang = rem.get("lang") or language(rem["commands"])  # a report saved before fixes said
                 lines.append("  - " + fix_heading(rem["when"], lang, bool(rem.get("commands"))))
-                lines += ["", f"    ```{lang}", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
+                if rem.get("commands"):  # a fix that only says what is unknown has no block to paste
+                    lines += ["", f"    ```{lang}", *[f"    {c}" for c in rem["commands"]], "    ```", ""]
         lines.append("")
     lines += [
         "<details><summary>Facts (JSON)</summary>",

@@ -76,7 +76,7 @@ def test_pick_by_uuid_default(run_cli):
 
 
 def test_pick_by_index_sets_pci_order(run_cli):
-    r = run_cli("gpus", "--pick", "1", "--format", "index", machine=machine())
+    r = run_cli("gpus", "--pick", "1", "--by", "index", machine=machine())
     assert r.stdout.strip() == "export CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2"
 
 
@@ -265,7 +265,7 @@ def test_a_prefetched_query_is_replaced_when_the_guess_was_wrong(run_cli):
     """`gpus` starts its NVML query before the command line is parsed, guessing from the words; a value
     that looks like --pick ("--redact" is not --pick) or a --pick given as --pick=N still gets what it asked."""
     m = machine()
-    r = run_cli("gpus", "--pick=1", "--format", "index", machine=m)
+    r = run_cli("gpus", "--pick=1", "--by", "index", machine=m)
     assert r.code == EXIT_OK and r.stdout.strip().endswith("CUDA_VISIBLE_DEVICES=2"), r.stdout
     r = run_cli("gpus", "--pick", "1", "--json", machine=m)  # --json with --pick: with process details
     assert r.code == EXIT_OK and any(g["processes"] for g in r.json["gpus"])
@@ -671,3 +671,13 @@ def test_a_long_cuda_visible_devices_is_cut_in_the_gpus_header(run_cli):
     assert max(len(ln) for ln in r.stdout.splitlines()) <= 80 and "…" in r.stdout.splitlines()[0]
     wide = run_cli("gpus", "--wide", machine=H100_HEALTHY, env=env)
     assert env["CUDA_VISIBLE_DEVICES"] in wide.stdout.splitlines()[0]
+
+
+def test_format_means_the_report_format_everywhere_so_gpus_selects_with_by(run_cli):
+    """Issue 24: one meaning per option name across commands; the old spelling still works, with a note."""
+    new = run_cli("gpus", "--pick", "1", "--by", "index", machine=machine())
+    old = run_cli("gpus", "--pick", "1", "--format", "index", machine=machine())
+    assert new.code == old.code == EXIT_OK and new.stdout == old.stdout and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in new.stdout
+    assert new.stderr == "" and old.stderr.strip() == "cudadoctor: note: gpus --format index is now --by index"
+    assert "--by [uuid|index]" in run_cli("gpus", "--help").stdout
+    assert "--format" not in run_cli("gpus", "--help").stdout

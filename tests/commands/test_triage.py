@@ -634,3 +634,12 @@ def test_every_exit_code_means_one_thing_in_every_doc():
     assert "NOT ENOUGH TO TELL" in row
     help_text = " ".join(cli("--help").stdout.decode().split())
     assert "3 not enough to tell" in help_text
+
+
+def test_a_fix_without_commands_has_no_empty_block_in_markdown():
+    """A fix that only says which build is unknown prints its sentence, never an empty ```sh block."""
+    out = cli(
+        "--format", "markdown", stdin=("torch                     2.5.1+cu124\n" + NO_KERNEL).encode()
+    ).stdout.decode()
+    assert "run every check to see it." in out
+    assert not re.search(r"```\w*\n\s*```", out)

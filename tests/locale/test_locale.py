@@ -447,6 +447,19 @@ USAGE_ERRORS = [
     (["triage", "/"], "cudadoctor: 无法读取 /：它是一个目录"),
     (["ckpt", "inspect", "/nonexistent.pt"], "cudadoctor: 无法读取 /nonexistent.pt："),
     (["explain"], "cudadoctor: 哪个代码？cudadoctor explain CD101，或 cudadoctor explain --list"),
+    (
+        ["check", "--min-free-memory", "8"],
+        "cudadoctor: --min-free-memory：'8' 没有单位：请写 8GiB、8GB 或 8MiB（字节数写 8B）",
+    ),
+    (["check", "--format", "markdown", "--json"], "cudadoctor: --json 和 --format markdown 要求了两种格式：只能给一种"),
+    (
+        ["check", "--python", "/proc"],
+        "cudadoctor: --python /proc：该目录中没有 Python 解释器；请传入一个解释器，例如 /proc/bin/python",
+    ),
+    (
+        ["gpus", "--wait", "5"],
+        "cudadoctor: --min-free、--max-util、--min-cc、--by、--shell 和 --wait 需与 --pick N 一起使用",
+    ),
 ]
 
 
