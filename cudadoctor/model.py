@@ -105,6 +105,7 @@ class ProbeOutcome:
     traceback: str | None = None
     bound: float | None = None  # a timeout: the seconds it had (--timeout, or its own)
     default_bound: float | None = None  # … and the seconds it gets by default, without --timeout
+    python: str | None = None  # a timeout in another interpreter (--python): the one it ran in
 
     @property
     def failed(self) -> bool:

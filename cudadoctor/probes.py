@@ -335,6 +335,8 @@ def run_probes(
                     error=f"did not finish within {limit:g} s",
                     bound=limit,
                     default_bound=usual[probe.name],
+                    # so that the fix re-runs the same interpreter's check, not the doctor's own
+                    python=ctx.python if probe.where != HERE and ctx.python != sys.executable else None,
                 )
             )
         elif probe.name in errors:

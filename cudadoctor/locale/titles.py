@@ -571,7 +571,7 @@ LABELS: tuple[str, ...] = (
         "No NVIDIA driver or GPU is in use here, so no driver hung: importing torch outlasted the bound "
         "(a --timeout shorter than the check's own, a slow or network file system)"
     ),
-    N_("Give it its own bound, {seconds} s"),
+    N_("Run it without --timeout, so that each check has its own bound ({seconds} s for this one)"),
     N_("One time bound for every probe instead of its own: {bounds}."),
     N_("No PyTorch release in cudadoctor's tables supports it"),
     N_("{library} carries: {archs}"),

@@ -88,7 +88,10 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
             "it was most likely still working, not stuck."
         )
         fixes.append(
-            fix(f"Give it its own bound, {o.default_bound:g} s", f"cudadoctor check --timeout {o.default_bound:g}")
+            fix(
+                f"Run it without --timeout, so that each check has its own bound ({o.default_bound:g} s for this one)",
+                "cudadoctor check" + _python_option(o),
+            )
         )
     elif o.name in _DRIVER_HANG and gpu is not False:
         why.append(_DRIVER_HANG[o.name])
@@ -101,10 +104,18 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
         longer = 4 * (o.default_bound or o.bound or 15.0)
         fixes.append(
             fix(
-                "See whether it finishes at all, given longer", f"cudadoctor check --only {o.name} --timeout {longer:g}"
+                "See whether it finishes at all, given longer",
+                f"cudadoctor check --only {o.name} --timeout {longer:g}" + _python_option(o),
             )
         )
     return PROBE_TIMEOUT.finding(title=f"The {o.name} probe {o.error}", why=" ".join(w for w in why if w), fix=fixes)
+
+
+def _python_option(o: ProbeOutcome) -> str:
+    """` --python PATH` when the probe ran in another interpreter: a re-run without it checks another torch."""
+    from cudadoctor.advice.shell import word
+
+    return f" --python {word(o.python)}" if o.python else ""
 
 
 def _gpu_driver(facts: object) -> bool | None:

@@ -322,8 +322,17 @@ def test_a_timeout_says_what_ran_out_and_the_likely_reason(run_cli, tmp_path):
     cd002 = _block(r.stdout, "CD002 The torch probe")
     assert cd002.startswith("✗ CD002 The torch probe did not finish within 0.5 s It was importing torch")
     assert "The bound, 0.5 s, is less than the 60 s this check gets by default: it was most likely still" in cd002
-    assert cd002.endswith("Fix — Give it its own bound, 60 s: cudadoctor check --timeout 60")
+    assert cd002.endswith(
+        "Fix — Run it without --timeout, so that each check has its own bound (60 s for this one): cudadoctor check"
+    )
     assert "Xid" not in cd002 and "dmesg" not in cd002 and "driver itself hangs" not in cd002
+    # another interpreter's torch (--python): the fix re-runs that one, not the doctor's own
+    other = tmp_path / "venv" / "bin" / "python"
+    other.parent.mkdir(parents=True)
+    other.symlink_to(sys.executable)
+    r = run_cli("check", "--timeout", "0.5", "--python", str(other), env=env)
+    cd002 = _block(r.stdout, "CD002 The torch probe")
+    assert cd002.endswith(f"cudadoctor check --python {other}"), cd002
     # a longer bound: the torch child is stopped at its share of it, and says so without blaming a driver
     r = run_cli("check", "--timeout", "3", env=env)
     assert r.code == EXIT_INCOMPLETE
