@@ -87,6 +87,19 @@ NVML_ERROR = entry(
     """NVML, the library behind nvidia-smi, returned an error on initialisation; CUDA programs will most
     likely fail the same way.""",
 )
+NVML_QUERY_ERROR = entry(
+    "CD129",
+    "nvml-query-error",
+    Severity.WARNING,
+    "Driver",
+    "NVML answered queries with an error, or failed inside one",
+    """NVML initialised, but the driver answered some queries with an error (other than "not supported"), or
+    NVML crashed or stopped answering inside a call for one GPU. The facts those queries give are unknown here
+    (not zero, not absent); a GPU whose call failed is named and skipped, and the other GPUs are still read.
+    A driver in trouble often fails queries before it fails CUDA. An error when a GPU could not be read at
+    all, a warning otherwise.""",
+    (fix("Compare with nvidia-smi's full query", "nvidia-smi -q"),),
+)
 NO_GPU = entry(
     "CD108",
     "no-nvidia-gpu",
@@ -437,7 +450,7 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
     failed = [f"{query} ({name})" for query, name in pairs]
     if failed:
         out.append(
-            NVML_ERROR.finding(
+            NVML_QUERY_ERROR.finding(
                 title=f"NVML could not answer {len(failed)} quer{'y' if len(failed) == 1 else 'ies'}: "
                 + "; ".join(failed[:4])
                 + ("…" if len(failed) > 4 else ""),
@@ -452,7 +465,7 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
     if d.query_failure:
         unread = (d.device_count or 0) - len(d.devices)
         out.append(
-            NVML_ERROR.finding(
+            NVML_QUERY_ERROR.finding(
                 title=f"NVML {d.query_failure}"
                 + (f"; {plural(unread, 'GPU')} could not be read" if unread > 0 else ""),
                 severity=Severity.ERROR if unread > 0 or "crashed" in d.query_failure else Severity.WARNING,

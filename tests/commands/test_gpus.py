@@ -651,7 +651,7 @@ def test_nvml_crash_and_hang_and_a_failing_count(run_cli):
     assert r.code == 3 and "SIGSEGV" in r.stderr and "nvmlDeviceGetUUID" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     r = run_cli("check", "--skip", "torch", "--json", machine=crash)
-    f = next(f for f in r.json["findings"] if f["code"] == "CD107")
+    f = next(f for f in r.json["findings"] if f["code"] == "CD129")
     assert "nvmlDeviceGetUUID" in f["title"]
     start = time.monotonic()
     r = run_cli("gpus", machine=H100_HEALTHY + "hang_in nvmlShutdown\n")

@@ -187,7 +187,7 @@ def test_nvml_errors_for_versions_and_mig_are_named_in_both_jsons(run_cli):
     assert all(driver["query_errors"][c] == "UNKNOWN" for c in SYSTEM_CALLS)
     assert driver["devices"][0]["unsupported"] == {"mig_mode": "UNKNOWN"}
     assert driver["devices"][1]["unsupported"] == {"mig_devices": "UNKNOWN"}
-    f = next(f for f in check["findings"] if f["code"] == "CD107" and "could not answer" in f["title"])
+    f = next(f for f in check["findings"] if f["code"] == "CD129" and "could not answer" in f["title"])
     named = [row[0] for t in f["tables"] for row in t["rows"]]  # the title names four; the table all
     assert "GPU 0 mig_mode" in named and "GPU 1 mig_devices" in named and "nvmlSystemGetDriverVersion" in named
 
@@ -218,7 +218,7 @@ def test_check_names_a_sick_gpu_and_still_reads_the_others(run_cli, how, state, 
     devices = r.json["facts"]["driver"]["devices"]
     assert [d["name"] for d in devices] == ["NVIDIA H100 80GB HBM3", None, "NVIDIA H100 80GB HBM3"]
     assert devices[1]["error"] == state and "nvmlDeviceGetName" in devices[1]["failure"]
-    f = finding(r, "CD107")
+    f = finding(r, "CD129")
     assert "nvmlDeviceGetName on GPU 1" in f["title"] and "could not be read" not in f["title"]
     assert "CD105" not in r.codes()  # one finding for one cause
     assert "CD300" not in r.codes()  # "CUDA sees 2 of 3 GPUs" would be a guess: CUDA may count GPU 1
