@@ -149,7 +149,9 @@ def _prepare(path: str, python: str | None, timeout: float | None, trust: bool) 
     if any(g.startswith("__main__.") for g in facts.unsafe_globals or []):
         # classes of the script that saved it: the snippets import them from where they are defined
         here = [os.path.dirname(facts.path), os.getcwd()]
-        facts.main_definitions = locate_main_definitions(facts.unsafe_globals or [], here)
+        attributes = [k.split(".")[0] for k in facts.state_dict_keys or []]
+        facts.main_definitions, ambiguous = locate_main_definitions(facts.unsafe_globals or [], here, attributes)
+        facts.main_ambiguous = ambiguous or None
     return facts, _target_python(python, timeout)
 
 

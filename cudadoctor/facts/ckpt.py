@@ -103,6 +103,8 @@ class CkptFacts:
     # classes pickled as __main__.X (saved from a script) -> the .py file beside the checkpoint or in the
     # current directory that defines X; None: not looked for
     main_definitions: dict[str, str] | None = None
+    # classes several .py files here define, with nothing to tell which one saved the file: {X: paths}
+    main_ambiguous: dict[str, list[str]] | None = None
     # format specifics
     lfs_oid: str | None = None
     lfs_size: int | None = None

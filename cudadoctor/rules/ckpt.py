@@ -720,6 +720,9 @@ def _note(f: CkptFacts, name: str) -> str:
     if not name.startswith("__main__."):
         return ""
     where = (f.main_definitions or {}).get(name[9:])
+    several = (f.main_ambiguous or {}).get(name[9:])
+    if several:  # which one saved the file is unknown: named, never guessed
+        return "defined in " + " and ".join(f"{_script(p)[1]}.py" for p in several[:3])
     return f"defined in {_script(where)[1]}.py" if where else "defined in no .py file here"
 
 

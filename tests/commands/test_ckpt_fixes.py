@@ -243,3 +243,36 @@ def test_saved_on_a_gpu_with_a_namespace_loads_one_way(run_cli, project, tmp_pat
     ]
     assert f["CD610"]["fix"][1]["commands"][0].endswith("--to cpu --state-dict-only --trust")
     run_fixes(data, run_cli, cwd=project, given=MODEL)
+
+
+OTHER_NET = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+"""
+
+
+def test_of_two_scripts_defining_the_class_the_one_with_the_models_attributes_is_named(run_cli, project, tmp_path):
+    """Two .py files define Net: the one whose Net assigns the saved model's own attributes (fc1, fc2) is
+    named, not the one that comes first by name; with nothing to tell them apart, both are named and the
+    snippet says YOUR_SCRIPT."""
+    here = tmp_path / "two"
+    here.mkdir()
+    shutil.copy(project / "whole_model.pt", here)
+    (here / "train.py").write_text(TRAIN)
+    (here / "eval_old.py").write_text(OTHER_NET)  # sorts first, and its Net has other layers
+    _, data = inspect(run_cli, here / "whole_model.pt")
+    f = by_code(data)["CD620"]
+    assert f["tables"][0]["rows"][0] == ["__main__.Net", "defined in train.py"]
+    assert "from train import Net" in fix_lines(f)
+    # two files with the same Net: which one saved the file is not known, and is not guessed
+    (here / "eval_old.py").write_text(TRAIN)
+    _, data = inspect(run_cli, here / "whole_model.pt")
+    f = by_code(data)["CD620"]
+    assert f["tables"][0]["rows"][0] == ["__main__.Net", "defined in eval_old.py and train.py"]
+    assert "from YOUR_SCRIPT import Net" in fix_lines(f)
+    assert not any(ln.startswith("cudadoctor ckpt fix") for ln in fix_lines(f))

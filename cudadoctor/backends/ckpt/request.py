@@ -16,15 +16,22 @@ MAIN_SCAN_FILES = 200  # .py files read per directory
 MAIN_SCAN_BYTES = 1 << 20  # of each
 
 
-def locate_main_definitions(names: list[str], dirs: list[str]) -> dict[str, str]:
-    """Where the classes a pickle names as `__main__.X` are defined: {X: path of the .py file}.
+def locate_main_definitions(
+    names: list[str], dirs: list[str], attributes: list[str] | None = None
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Where the classes a pickle names as `__main__.X` are defined: ({X: path of the .py file}, {X: the
+    paths when several files define it and nothing tells them apart}).
 
     torch.save(model) run from a script pickles the script's classes as `__main__.X`; loading needs X
     importable again. The script usually sits beside the checkpoint or in the current directory: each
     directory's *.py files (bounded in number and size) are searched for a top-level `class X` or
-    `def X`, first directory first. Text only: nothing is imported or run."""
+    `def X`, first directory first. When several files of one directory define X, the one that assigns
+    the pickled model's own attributes (`self.fc1 = …` for the state dict's `fc1.weight`) is taken only
+    if it alone does; otherwise X is ambiguous, never guessed. Text only: nothing is imported or run."""
     wanted = [n.partition(".")[2] for n in names if n.startswith("__main__.") and n.count(".") == 1]
+    attrs = sorted({a for a in attributes or [] if a.isidentifier()})
     found: dict[str, str] = {}
+    ambiguous: dict[str, list[str]] = {}
     seen: set[str] = set()
     for d in dirs:
         d = os.path.abspath(d)
@@ -35,10 +42,11 @@ def locate_main_definitions(names: list[str], dirs: list[str]) -> dict[str, str]
             files = sorted(n for n in os.listdir(d) if n.endswith(".py") and n[:-3].isidentifier())
         except OSError:
             continue
+        here: dict[str, list[tuple[str, str]]] = {}
         for n in files[:MAIN_SCAN_FILES]:
-            missing = [w for w in wanted if w not in found]
+            missing = [w for w in wanted if w not in found and w not in ambiguous]
             if not missing:
-                return found
+                break
             try:
                 with open(os.path.join(d, n), encoding="utf-8", errors="replace") as fh:
                     text = fh.read(MAIN_SCAN_BYTES)
@@ -46,8 +54,21 @@ def locate_main_definitions(names: list[str], dirs: list[str]) -> dict[str, str]
                 continue
             for w in missing:
                 if re.search(rf"^(?:class|def)\s+{re.escape(w)}\b", text, re.MULTILINE):
-                    found[w] = os.path.join(d, n)
-    return found
+                    here.setdefault(w, []).append((os.path.join(d, n), text))
+        for w, candidates in here.items():
+            if len(candidates) == 1:
+                found[w] = candidates[0][0]
+                continue
+            score = {path: sum(bool(re.search(rf"\bself\.{a}\s*=", text)) for a in attrs) for path, text in candidates}
+            best = max(score.values())
+            top = [path for path, s in score.items() if s == best]
+            if best > 0 and len(top) == 1:
+                found[w] = top[0]
+            else:
+                ambiguous[w] = [path for path, _text in candidates]
+        if all(w in found or w in ambiguous for w in wanted):
+            break
+    return found, ambiguous
 
 
 # ---------------------------------------------------------------------------------- the torch child
