@@ -261,14 +261,12 @@ def pick(
             free = min_free if isinstance(min_free, int) else parse_size(str(min_free))
         except ValueError as exc:
             raise UsageError(f"min_free: {exc}") from None
-    from cudadoctor.commands.gpus import _visibility
+    from cudadoctor.commands.gpus import _shown
     from cudadoctor.commands.gpus_pick import pick as choose
-
-    devices = gpus(processes=False, timeout=timeout)
     from cudadoctor.facts.nvml import DriverFacts
 
-    vis = _visibility(DriverFacts(binding=None, library_loaded=True, init_status="ok", devices=devices))
-    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else devices
+    devices = gpus(processes=False, timeout=timeout)
+    candidates = _shown(DriverFacts(binding=None, library_loaded=True, init_status="ok", devices=devices))
     chosen = choose(candidates, n, free, max_util, min_cc)
     if not chosen.chosen:
         why = "; ".join(f"GPU {i}: {r}" for i, r in sorted(chosen.rejected.items()))

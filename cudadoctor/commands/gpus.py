@@ -339,9 +339,7 @@ def _pick(
     as_json: bool,
     redact: bool,
 ) -> int:
-    vis = _visibility(driver)
-    # like nvisel: choose among the GPUs this environment already shows
-    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+    candidates = _shown(driver)
     chosen = pick_gpus(candidates, n, min_free, max_util, min_cc)
     hidden = len(driver.devices) - len(candidates)
     if as_json:
@@ -369,10 +367,15 @@ def _pick(
     return EXIT_OK
 
 
-def _qualifying(driver: DriverFacts, n: int, min_free: int | None, max_util: int | None, min_cc: str | None) -> Any:
-    """The selection --pick would make now (among the GPUs CUDA_VISIBLE_DEVICES shows), and from how many."""
+def _shown(driver: DriverFacts) -> list[NvmlDevice]:
+    """Like nvisel: --pick chooses among the GPUs this environment already shows (CUDA_VISIBLE_DEVICES)."""
     vis = _visibility(driver)
-    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+    return [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+
+
+def _qualifying(driver: DriverFacts, n: int, min_free: int | None, max_util: int | None, min_cc: str | None) -> Any:
+    """The selection --pick would make now, and from how many GPUs."""
+    candidates = _shown(driver)
     return pick_gpus(candidates, n, min_free, max_util, min_cc), len(candidates)
 
 
@@ -382,8 +385,7 @@ def _never(driver: DriverFacts, n: int, min_free: int | None, min_cc: str | None
     is sick now may change; the number of GPUs, their total memory and their capability do not."""
     from cudadoctor.knowledge.architectures import parse_cc
 
-    vis = _visibility(driver)
-    candidates = [s.device for s in vis.selected if s.mig_uuid is None] if vis.raw is not None else driver.devices
+    candidates = _shown(driver)
     need_cc = parse_cc(min_cc)
     could = [
         d
