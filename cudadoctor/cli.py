@@ -260,8 +260,8 @@ class LazyGroup(click.Group):
 def cli(ctx: click.Context) -> None:
     """Why PyTorch cannot use your NVIDIA GPU, or how well it can, and what to type to fix it.
 
-    Exit codes: 0 healthy, 1 problems found, 2 usage error, 3 the doctor could not finish,
-    4 `gpus --pick` found too few GPUs, 130 interrupted (docs/exit-codes.md).
+    Exit codes: 0 healthy, 1 problems found, 2 usage error, 3 no verdict (a check could not finish, or
+    a paste shows too little), 4 `gpus --pick` found too few GPUs, 130 interrupted (docs/exit-codes.md).
     """
     if ctx.invoked_subcommand is None:
         echo(ctx.get_help())
