@@ -6,7 +6,7 @@ code of every translation unit into `.nv_fatbin` as a run of fat-binary containe
 followed by entries (a header, then the payload: a cubin or PTX, possibly compressed). Only the headers
 are read: seek to an entry's header, read 64 bytes, seek past its payload.
 
-Format sources (checked against nvcc 13.0 output on this project's machines, tests/test_extensions.py):
+Format sources (checked against nvcc 13.0 output on this project's machines, tests/backends/test_extensions.py):
 - CUDA toolkit `include/fatbinary_section.h`: the section names `.nv_fatbin` (data), `.nvFatBinSegment`
   (the `__fatBinC_Wrapper_t` control records, pointers only) and `__nv_relfatbin` (relocatable device
   code for a later device link, not what the runtime loads).
@@ -94,7 +94,7 @@ def sections(fh: BinaryIO) -> list[Section]:
     shoff, shentsize, shnum, shstrndx = fields[6], fields[11], fields[12], fields[13]
     if shoff == 0 or shnum == 0:
         return []
-    if shentsize < _SHDR.size or shnum > MAX_SECTIONS or shstrndx >= shnum:
+    if shentsize != _SHDR.size or shnum > MAX_SECTIONS or shstrndx >= shnum:  # ELF64 headers are 64 bytes
         raise NotElf("malformed section headers")
     table = _read(fh, shoff, shentsize * shnum)
     raw = [_SHDR.unpack_from(table, i * shentsize) for i in range(shnum)]

@@ -83,6 +83,10 @@ def _from_checkpoint(path: str) -> ModelSize:
     size.exact = not facts.tensors_truncated
     if facts.tensors_truncated:
         size.why_unknown = "the file holds more tensors than were read: the count is a lower bound"
+    elif facts.state_dict_key is None:
+        # which entry is the model is unknown: optimizer states, if any, are counted too
+        size.exact = False
+        size.why_unknown = "which entry holds the model is not known: every tensor in the file is counted"
     size.weights_bytes = int(weight_bytes) if all(d in DTYPE_BYTES for d in by_dtype) else None
     size.dtype = by_dtype.most_common(1)[0][0] if by_dtype else None
     return size
@@ -142,7 +146,8 @@ def _decoder(cfg: dict[str, Any], qkv_bias: bool) -> int:
     if experts and shared:
         mlp += 3 * h * shared + h  # the shared expert and its gate
     per_layer = attn + mlp + 2 * h
-    tied = cfg.get("tie_word_embeddings", False) is True
+    # transformers' default when config.json leaves it out: tied for Gemma, untied for the others
+    tied = cfg.get("tie_word_embeddings", cfg.get("model_type") in ("gemma", "gemma2")) is True
     return vocab * h + layers * per_layer + h + (0 if tied else vocab * h)
 
 

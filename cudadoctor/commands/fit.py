@@ -17,13 +17,18 @@ FORMATS = ("text", "json", "markdown")
 
 def _gpus() -> tuple[list[Any] | None, str | None]:
     """Each GPU's free memory now; (None, why) when NVML cannot tell (never an empty list: no GPU is a fact)."""
-    from cudadoctor.commands.gpus import snapshot
+    from cudadoctor.commands.gpus import _problem, _shown, snapshot
+    from cudadoctor.exitcodes import EXIT_OK
     from cudadoctor.facts.fit import FitGpu
 
     driver = snapshot(with_processes=False)
     if driver.init_status != "ok":
         return None, f"NVML: {driver.init_message or driver.init_status}"
-    usable = [d for d in driver.devices if d.error is None and not d.mig_enabled]
+    problem = _problem(driver)
+    if problem is not None and problem[1] != EXIT_OK:  # a GPU NVML could not read: the list is not whole
+        return None, problem[0].removeprefix("cudadoctor: ")
+    # the GPUs this environment shows (CUDA_VISIBLE_DEVICES), as gpus --pick chooses among
+    usable = [d for d in _shown(driver) if d.error is None and not d.mig_enabled]
     gpus = [FitGpu(d.index, d.name, d.memory_total, d.memory_free) for d in usable]
     return gpus, None
 
@@ -51,7 +56,13 @@ def fit_report(path: str, training: bool) -> Any:
     from cudadoctor.render.localize import findings as localized
 
     findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
-    return build("fit", facts, outcomes, findings, expected=["model", "driver"])
+    # no verdict when what decides it is unknown: the model's size, or a GPU with its free memory known
+    undecided = None
+    if size.parameters is None:
+        undecided = "how much memory the model takes (its parameter count is unknown)"
+    elif gpus is not None and not any(g.memory_free is not None for g in gpus):
+        undecided = "where it fits: no GPU here has its free memory known"
+    return build("fit", facts, outcomes, findings, expected=["model", "driver"], undecided=undecided)
 
 
 @click.command()

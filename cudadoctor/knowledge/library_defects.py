@@ -57,6 +57,7 @@ def affected(family: str, version: str | None, cc: str | None) -> LibraryDefect 
     for d in DEFECTS:
         if d.family == family and have[0] == d.major and cc_major in d.cc_majors:
             fixed = parse_version(d.fixed)
-            if fixed is not None and have < fixed:
+            # "13.1.0" may be 13.1.0.3, the fix: a version shorter than the fix's says nothing past its parts
+            if fixed is not None and have < fixed and not (len(have) < len(fixed) and have == fixed[: len(have)]):
                 return d
     return None

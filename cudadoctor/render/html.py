@@ -9,6 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from cudadoctor.model import language
+from cudadoctor.render import fix_heading
 from cudadoctor.render.layout import column_name
 
 # severity -> (badge background, label); white text on these hues reads on any theme
@@ -69,9 +71,10 @@ def _finding(f: dict[str, Any]) -> str:
     for t in f.get("tables") or []:
         parts.append(_table(t))
     for fix in f.get("fix") or []:
-        if fix.get("when"):
-            parts.append(f'<div style="margin-top:4px">Fix &mdash; {_e(fix["when"])}:</div>')
         commands = fix.get("commands") or []
+        if fix.get("when"):  # the heading every renderer gives: the language named, no colon without commands
+            heading = fix_heading(fix["when"], fix.get("lang") or language(commands), bool(commands))
+            parts.append(f'<div style="margin-top:4px">{_e(heading)}</div>')
         if commands:
             parts.append(f'<code style="{_CODE}">{_e(chr(10).join(commands))}</code>')
     parts.append("</div>")

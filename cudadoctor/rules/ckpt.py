@@ -695,11 +695,11 @@ def _audit(f: CkptFacts) -> list[Finding]:
             )
         )
     load = _load_lines(f, "ckpt") or []
-    if _unlocated(f):
+    if load and _unlocated(f):
         fixes.append(
             fix("You trust the file: allow exactly these globals (YOUR_SCRIPT: the script defining them)", *load)
         )
-    else:
+    elif load:  # no loading lines for this format (.bin shards of an index): no fix that shows nothing
         fixes.append(fix("You trust the file: allow exactly these globals", *load))
     cmd = _fix_cmd(f, " --state-dict-only")
     if cmd:

@@ -174,6 +174,8 @@ def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
     for p in e.packages:
         # a library with neither cubins nor PTX launches nothing (or its lists are unknown: `null` in a report)
         libs = [lib for lib in p.libraries if lib.sass or lib.ptx]
+        if any(lib.error for lib in libs):
+            continue  # a fatbin read cut short: its lists are partial, so "no kernels" would be a guess
         for name, cc in gpus:
             how = {lib.path: wheels.coverage([*lib.sass, *lib.ptx], cc) for lib in libs}
             if any(v is None for v in how.values()):
@@ -197,14 +199,28 @@ def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
 
 def _exact_pin(requirement: str | None) -> str | None:
     """ "2.5.1" from "torch==2.5.1"; None for a range, a wildcard or no pin."""
-    if not requirement or not requirement.startswith("torch==") or "," in requirement or "*" in requirement:
+    if (
+        not requirement
+        or not requirement.startswith("torch==")
+        or requirement.startswith("torch===")
+        or "," in requirement
+        or "*" in requirement
+    ):
         return None
     return requirement[len("torch==") :]
 
 
 def _same_release(pin: str, installed: str) -> bool:
-    base = installed.split("+")[0]
-    return pin == installed if "+" in pin else pin == base
+    """PEP 440's ==: `torch==2.5` is 2.5.0, and a pin without a local tag ignores the installed one's."""
+    from cudadoctor.knowledge.versions import parse_version
+
+    if "+" in pin:
+        return pin == installed
+    a, b = parse_version(pin), parse_version(installed.split("+")[0])
+    if a is None or b is None:
+        return pin == installed.split("+")[0]
+    width = max(len(a), len(b))
+    return tuple(a) + (0,) * (width - len(a)) == tuple(b) + (0,) * (width - len(b))
 
 
 def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:

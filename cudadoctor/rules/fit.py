@@ -135,7 +135,13 @@ def _transformers_fixes(directory: str, params: int, gpus: list[FitGpu]) -> list
     if lower:
         label, b = lower[0]
         fitting = ", ".join(str(g.index) for g in gpus if (g.memory_free or 0) >= params * b)
-        if b == 2.0:
+        if b == 4.0:
+            load = [
+                "import torch",
+                "from transformers import AutoModelForCausalLM",
+                f"model = AutoModelForCausalLM.from_pretrained({where}, torch_dtype=torch.float32, device_map='cuda')",
+            ]
+        elif b == 2.0:
             load = [
                 "import torch",
                 "from transformers import AutoModelForCausalLM",

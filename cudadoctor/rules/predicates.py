@@ -41,6 +41,22 @@ def gpu_presence(f: Facts) -> bool | None:
     return None
 
 
+def driver_with_gpu(f: Facts) -> bool | None:
+    """Is an NVIDIA driver driving a GPU here (so a hang may be the driver's)? False only when a probe said
+    so: no GPU, or NVML found no driver library or no loaded module. NVML that hung, crashed, or was refused
+    is not "no driver": then None."""
+    if gpu_presence(f) is False:
+        return False
+    d = f.driver
+    if d is None:
+        return None
+    if (d.init_status or "").upper() in ("LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED"):
+        return False
+    if d.init_status == "ok":
+        return bool(d.devices) or bool(d.device_count)
+    return None
+
+
 def family(os_id: str | None) -> str:
     fam = {"pop": "ubuntu", "linuxmint": "ubuntu", "rocky": "rhel", "almalinux": "rhel", "centos": "rhel"}
     fam.update({"ol": "rhel", "manjaro": "arch", "endeavouros": "arch"})

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, ProbeOutcome, Severity
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import driver_with_gpu
 
 PROBE_CRASHED = entry(
     "CD001",
@@ -76,7 +78,7 @@ def evaluate(outcomes: list[ProbeOutcome], facts: object = None) -> list[Finding
 
 def _timeout(o: ProbeOutcome, facts: object) -> Finding:
     """What ran, how long it had, and the likeliest reason given what the other probes found."""
-    gpu = _gpu_driver(facts)
+    gpu = driver_with_gpu(facts) if isinstance(facts, Facts) else None
     ran = _WHAT_RAN.get(o.name, "")
     if o.name == "torch" and gpu is False:
         ran = "It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise)."
@@ -116,14 +118,3 @@ def _python_option(o: ProbeOutcome) -> str:
     from cudadoctor.advice.shell import word
 
     return f" --python {word(o.python)}" if o.python else ""
-
-
-def _gpu_driver(facts: object) -> bool | None:
-    """Whether an NVIDIA driver with a GPU is in use here: True, False, or None when nothing tells."""
-    driver = getattr(facts, "driver", None)
-    if driver is not None:
-        return driver.init_status == "ok" and bool(driver.devices)
-    pci = getattr(facts, "pci", None)
-    if pci is not None and pci.scanned:
-        return bool(pci.nvidia_gpus)
-    return None

@@ -23,7 +23,7 @@ from cudadoctor.model import Finding, Fix, Severity, plural
 from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.driver import GPU_LOST
 from cudadoctor.rules.libraries import import_failure_detail
-from cudadoctor.rules.predicates import gpu_presence
+from cudadoctor.rules.predicates import driver_with_gpu, gpu_presence
 from cudadoctor.rules.story import BESIDE_TORCH, CONSEQUENCES, ROOT_CAUSES
 
 TORCH_OK = entry(
@@ -250,7 +250,7 @@ def evaluate(f: Facts) -> list[Finding]:
         return []
     if t.timed_out:
         # a stuck driver is a likely reason only where a driver with a GPU is in use (or that is unknown)
-        driver = f.driver is None or (f.driver.init_status == "ok" and bool(f.driver.devices))
+        driver = driver_with_gpu(f) is not False
         return [
             TORCH_PROBE_FAILED.finding(
                 title="The torch child process did not finish in time"

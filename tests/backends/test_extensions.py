@@ -382,3 +382,14 @@ def test_a_report_with_null_arch_lists_claims_no_missing_kernels(run_cli, built,
     r = run_cli("check", "--json", "--from", str(saved))
     assert not {"CD240", "CD241", "CD244"} & set(r.codes()) and "CD243" in r.codes()
     assert "None" not in run_cli("check", "--from", str(saved)).stdout
+
+
+def test_pins_compare_as_pep_440_and_a_short_cublas_version_is_not_called_affected():
+    """Second read: torch==2.5 is 2.5.0; === is no release pin; cuBLAS "13.1.0" may be the fixed 13.1.0.3."""
+    from cudadoctor.knowledge.library_defects import affected
+    from cudadoctor.rules.extensions import _exact_pin, _same_release
+
+    assert _same_release("2.5", "2.5.0+cu124") and not _same_release("2.5.1", "2.5.0")
+    assert _exact_pin("torch===2.5.1") is None and _exact_pin("torch==2.5.1") == "2.5.1"
+    assert affected("cublas", "13.1.0", "10.0") is None
+    assert affected("cublas", "13.0.2.14", "10.0") is not None

@@ -577,3 +577,17 @@ def test_time_bounds_must_be_finite(value):
     for args in (["gpus", "--timeout", value], ["gpus", "--watch", value], ["check", "--timeout", value]):
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 2 and "finite" in r.output
+
+
+def test_a_hung_nvml_is_not_no_driver_so_a_torch_hang_may_be_the_drivers():
+    """Second read: NVML that hung (or was refused) is not "no driver": the hang advice and dmesg stay."""
+    from cudadoctor.model import ProbeOutcome
+    from cudadoctor.rules.probe_failures import evaluate
+    from tests.facts_fixtures import gpu, healthy
+
+    hung = ProbeOutcome("torch", "timeout", 60.0, "did not finish within 60 s", bound=60.0, default_bound=60.0)
+    facts = healthy([gpu(0, "NVIDIA H100 80GB HBM3", "9.0")])
+    facts.torch = None
+    facts.driver.init_status, facts.driver.devices = "HUNG", []
+    (finding,) = evaluate([hung], facts)
+    assert "Xid" in finding.why and "dmesg" in finding.fix[0].commands[0]

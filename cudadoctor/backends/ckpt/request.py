@@ -47,6 +47,8 @@ def locate_main_definitions(
             missing = [w for w in wanted if w not in found and w not in ambiguous]
             if not missing:
                 break
+            if not os.path.isfile(os.path.join(d, n)):
+                continue  # a FIFO or a device named *.py would block the read
             try:
                 with open(os.path.join(d, n), encoding="utf-8", errors="replace") as fh:
                     text = fh.read(MAIN_SCAN_BYTES)
