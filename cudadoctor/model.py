@@ -69,6 +69,46 @@ class Fix:
             object.__setattr__(self, "lang", language(self.commands))
 
 
+class Message(str):
+    """English text that keeps the template and the arguments it was made from, so that a renderer can show
+    it in another language (render/localize.py). It is a str: JSON, JUnit and every test read the English.
+
+    Arguments are shown as they are (names, versions, paths, commands are never translated), except an
+    argument that is itself a Message, which is translated in turn. `plural`/`count`: the template for a count
+    other than 1,
+    chosen by the language's plural rule (gettext's ngettext) when translated."""
+
+    template: str
+    plural: str | None
+    count: int | None
+    args: dict[str, object]
+
+    def __new__(cls, template: str, plural: str | None = None, count: int | None = None, /, **args: object) -> Message:
+        chosen = plural if plural is not None and count != 1 else template
+        self = super().__new__(cls, chosen.format(**args) if args else chosen)
+        self.template, self.plural, self.count, self.args = template, plural, count, args
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:  # copies and pickles keep the template
+        return (_message, (self.template, self.plural, self.count, self.args))
+
+
+def _message(template: str, plural: str | None, count: int | None, args: dict[str, object]) -> Message:
+    return Message(template, plural, count, **args)
+
+
+def msg(template: str, /, **args: object) -> Message:
+    """A finding's title, page text or fix label, written as a template where it is raised:
+    `msg("torch {version} has no kernels for {gpu}", version=v, gpu=name)`. The extractor (tools) collects
+    the literal template for translation; a conditional (`"a" if x else "b"`) yields both."""
+    return Message(template, **args)
+
+
+def msg_n(singular: str, plural: str, n: int, /, **args: object) -> Message:
+    """A message with plural forms: `msg_n("{n} GPU", "{n} GPUs", count, n=count)`."""
+    return Message(singular, plural, n, **args)
+
+
 COLUMN_MARKS = "<>!?"  # right-aligned, cut from the left, identifies the row, may be left out
 
 

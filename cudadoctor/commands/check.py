@@ -17,7 +17,7 @@ from cudadoctor.cli import Seconds, complete_probe_names, echo, fail, names_opti
 from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.locale import _
-from cudadoctor.model import ProbeOutcome, Severity, Source
+from cudadoctor.model import Finding, ProbeOutcome, Severity, Source
 
 if TYPE_CHECKING:  # facts, report and rules load while the probes run (see collect)
     from cudadoctor.facts import Facts
@@ -114,12 +114,15 @@ def diagnose(
     req: Requirements | None = None,
     source: Source | None = None,
     command: str = "check",
+    found: list[Finding] | None = None,
 ) -> Report:
+    """The report of `found` (the rules' findings, evaluated here when not given) in the current language:
+    the rules run once, and a report in another language only translates their messages again."""
     from cudadoctor.report import build
     from cudadoctor.rules import evaluate
 
     req = req or Requirements()
-    findings = evaluate(facts, outcomes, req)
+    findings = found if found is not None else evaluate(facts, outcomes, req)
     from cudadoctor.render.localize import findings as localized
 
     findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
@@ -359,11 +362,14 @@ def run_check(
         if any(p.where != probes.HERE for p in chosen):
             python = _target_python(python, timeout)
         facts, outcomes = _collect_with_progress(chosen, python or sys.executable, timeout, transfer_size, registry)
-    rep = machine = diagnose(facts, outcomes, req, source, command)
+    from cudadoctor.rules import evaluate
+
+    found = evaluate(facts, outcomes, req)  # once: each finding keeps its messages' templates
+    rep = machine = diagnose(facts, outcomes, req, source, command, found)
     github = os.environ.get("GITHUB_ACTIONS") == "true"
     if (output or junit or github or metrics_file) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
         with i18n.use(i18n.ENGLISH):  # JSON, JUnit and annotations stay English unless --lang asked otherwise
-            machine = diagnose(facts, outcomes, req, source, command)
+            machine = diagnose(facts, outcomes, req, source, command, found)
     english = machine if machine is not rep else None
     emit(rep, "json" if as_json else fmt, output, redact, verbose, english, metrics_file)
     if junit:

@@ -62,13 +62,59 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value else None
 
 
-def extract_rules(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
-    tree = ast.parse(fileobj.read().decode(options.get("encoding", "utf-8") if options else "utf-8"))
+def _literals(node: ast.AST) -> list[str]:
+    """A template argument: a literal, or each branch of `"a" if x else "b"`."""
+    if isinstance(node, ast.IfExp):
+        return _literals(node.body) + _literals(node.orelse)
+    text = _literal(node)
+    return [text] if text else []
+
+
+def _messages(tree: ast.AST) -> Extracted:
+    """`msg("template", ...)` and `msg_n("one", "many", n, ...)` (model.msg): the templates where a finding's
+    title, page or fix label is raised."""
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        name = _name(node)
+        if name == "msg" and node.args:
+            for text in _literals(node.args[0]):
+                yield node.lineno, None, text, ["message"]
+        elif name == "msg_n" and len(node.args) >= 2:
+            for one, many in zip(_literals(node.args[0]), _literals(node.args[1]), strict=False):
+                yield node.lineno, "ngettext", (one, many), ["message"]  # type: ignore[misc]
+
+
+def _name(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _babel_python(source: bytes, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
+    from io import BytesIO
+
+    from babel.messages.extract import DEFAULT_KEYWORDS
+    from babel.messages.extract import extract_python as babel_python
+
+    yield from babel_python(BytesIO(source), keywords or DEFAULT_KEYWORDS, comment_tags or (), options or {})
+
+
+def extract_python(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
+    """Babel's Python extractor (`_()`, `N_()`, `ngettext()`), and the `msg()` templates."""
+    source = fileobj.read()
+    yield from _babel_python(source, keywords, comment_tags, options)
+    yield from _messages(ast.parse(source.decode("utf-8")))
+
+
+def extract_rules(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) -> Extracted:
+    source = fileobj.read()
+    tree = ast.parse(source.decode(options.get("encoding", "utf-8") if options else "utf-8"))
+    yield from _babel_python(source, keywords, comment_tags, options)
+    yield from _messages(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _name(node)
         if name == "fix" and node.args and (text := _literal(node.args[0])):
             yield node.lineno, None, text, ["fix label"]
         elif name == "Table" and node.args and isinstance(node.args[0], ast.List):
@@ -85,8 +131,6 @@ def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
     """A command module: its `_()` calls (Babel's Python extractor), and its click help texts: `help=`
     and `short_help=` literals, the docstrings of the command functions (cleaned, as `cli._localize_help` looks them up)
     and the short helps of the command table (`COMMANDS`)."""
-    from babel.messages.extract import extract_python
-
     source = fileobj.read()
     yield from extract_python(__import__("io").BytesIO(source), keywords, comment_tags, options)
     tree = ast.parse(source.decode("utf-8"))

@@ -12,13 +12,30 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from cudadoctor.locale import ENGLISH, _, current
-from cudadoctor.model import COLUMN_MARKS, Finding, Fix, Table
+from cudadoctor.locale import ENGLISH, _, current, ngettext
+from cudadoctor.model import COLUMN_MARKS, Finding, Fix, Message, Table
 
 SEPARATOR = "："  # between a translated summary and an English detail
 
 
+def message(m: Message) -> str:
+    """A message in the current language: its template translated, then filled with its arguments, each
+    shown as it is unless it is a message itself. A translation whose placeholders do not fit its template
+    (a catalogue error) shows the English rather than fail the report."""
+    if current() == ENGLISH:
+        return str(m)
+    template = ngettext(m.template, m.plural, m.count or 0) if m.plural is not None else _(m.template)
+    if not m.args:
+        return template
+    try:
+        return template.format(**{k: message(v) if isinstance(v, Message) else v for k, v in m.args.items()})
+    except (KeyError, IndexError, ValueError):
+        return str(m)
+
+
 def title(code: str, text: str) -> str:
+    if isinstance(text, Message):
+        return message(text)
     from cudadoctor.rules.catalogue import CATALOGUE
 
     entry = CATALOGUE.get(code)
@@ -49,6 +66,8 @@ def label(text: str, depth: int = 0) -> str:
     part ("; ")."""
     if current() == ENGLISH:  # the label as it is, without compiling ~430 templates (explain's start-up)
         return text
+    if isinstance(text, Message):
+        return message(text)
     from cudadoctor.locale.titles import VERBATIM, match
 
     translated = _(text)
@@ -86,6 +105,8 @@ def why(code: str, text: str) -> str:
 
     if not text:
         return text
+    if isinstance(text, Message):
+        return message(text)
     translated = _(text)
     entry = CATALOGUE.get(code)
     if translated != text or entry is None:

@@ -19,7 +19,7 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
-from cudadoctor.model import Finding, Fix, Severity, plural
+from cudadoctor.model import Finding, Fix, Severity, msg, plural
 from cudadoctor.rules.catalogue import entry, fix, named
 from cudadoctor.rules.driver import GPU_LOST
 from cudadoctor.rules.libraries import import_failure_detail
@@ -483,21 +483,27 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
         reason = arch_reason(name, cc, machine)
         if reason:
             where = f"{reason}. {where}".strip()
-        targets = f"This build targets: {' '.join(flags)}" + ("." if t.arch_flags else " (its wheel's list).")
+        targets = (
+            msg("This build targets: {flags}.", flags=" ".join(flags))
+            if t.arch_flags
+            else msg("This build targets: {flags} (its wheel's list).", flags=" ".join(flags))
+        )
         fixes = _advice_fix(advise(f), "Install a build compiled for this GPU")
         if how == "ptx":
             out.append(
                 PTX_ONLY.finding(
-                    title=f"{_name(t)} runs on {label} only through PTX JIT",
-                    why=f"{PTX_ONLY.explanation} {targets} {where}".strip(),
+                    title=msg("{torch} runs on {gpu} only through PTX JIT", torch=_name(t), gpu=label),
+                    why=msg("{page} {targets} {where}", page=msg(PTX_ONLY.explanation), targets=targets, where=where),
                     fix=fixes,
                 )
             )
         elif same or newer:
             out.append(
                 ARCH_UNSUPPORTED.finding(
-                    title=f"{_name(t)} has no kernels for {label}",
-                    why=f"{ARCH_UNSUPPORTED.explanation} {targets} {where}",
+                    title=msg("{torch} has no kernels for {gpu}", torch=_name(t), gpu=label),
+                    why=msg(
+                        "{page} {targets} {where}", page=msg(ARCH_UNSUPPORTED.explanation), targets=targets, where=where
+                    ),
                     fix=fixes,
                 )
             )
