@@ -24,12 +24,18 @@ _REQUIREMENT = re.compile(r"^torch(?![\w.-])\s*\(?\s*(?P<spec>[^;()]*)\)?\s*(?:;
 
 
 def torch_requirement(lines: list[Any]) -> str | None:
-    """A distribution's own Requires-Dist on torch as `torch<spec>` ("torch" when unpinned), or None."""
+    """A distribution's own Requires-Dist on torch as `torch<spec>` ("torch" when unpinned), or None. The
+    child keeps only the requirements whose markers hold here; several lines all apply (PEP 508), so their
+    specifiers are joined."""
+    specs: list[str] = []
+    found = False
     for line in lines:
         m = _REQUIREMENT.match(str(line).strip())
         if m and "extra" not in (m.group("marker") or ""):
-            return "torch" + re.sub(r"\s+", "", m.group("spec"))
-    return None
+            found = True
+            if spec := re.sub(r"\s+", "", m.group("spec")):
+                specs.append(spec)
+    return "torch" + ",".join(specs) if found else None
 
 
 def read_library(relative: str, path: str) -> ExtensionLibrary | None:

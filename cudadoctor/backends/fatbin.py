@@ -183,7 +183,8 @@ class Links:
     """What a shared object needs from the dynamic linker, as far as torch and CUDA go."""
 
     needed: list[str] = field(default_factory=list)  # DT_NEEDED names of torch's and CUDA's libraries
-    torch_symbols: int = 0  # undefined c10::/at::/torch:: symbols: built against torch's C++ API
+    torch_symbols: int | None = 0  # undefined c10::/at::/torch:: symbols: built against torch's C++ API;
+    # None when a symbol or string table was too large to read: "links no torch" would be a guess
 
 
 _INTERESTING = ("libc10", "libtorch", "libcudart", "libcublas", "libcudnn", "libnccl", "libnvrtc")
@@ -196,12 +197,19 @@ def read_links(path: str) -> Links:
     with open(path, "rb") as fh:
         secs = sections(fh)
 
+        skipped = False
+
         def strings(index: int) -> bytes:
+            nonlocal skipped
             s = secs[index] if 0 <= index < len(secs) else None
-            return _read(fh, s.offset, s.size) if s is not None and s.size <= MAX_DYNAMIC else b""
+            if s is not None and s.size > MAX_DYNAMIC:
+                skipped = True
+                return b""
+            return _read(fh, s.offset, s.size) if s is not None else b""
 
         for s in secs:
             if s.size > MAX_DYNAMIC:
+                skipped = skipped or s.type in (SHT_DYNAMIC, SHT_DYNSYM)
                 continue
             if s.type == SHT_DYNAMIC:
                 names = strings(s.link)
@@ -220,5 +228,7 @@ def read_links(path: str) -> Links:
                 for i in range(0, len(data) - 23, 24):  # Elf64_Sym: name, info, other, shndx, value, size
                     name_off, _info, _other, shndx = struct.unpack_from("<IBBH", data, i)
                     if shndx == 0 and name_off and names.startswith(_TORCH_SYMBOLS, name_off):
-                        out.torch_symbols += 1
+                        out.torch_symbols = (out.torch_symbols or 0) + 1
+    if skipped and not out.torch_symbols and not any(n.startswith(("libc10", "libtorch")) for n in out.needed):
+        out.torch_symbols = None  # a table went unread: whether it links torch is unknown, not "no"
     return out

@@ -393,3 +393,19 @@ def test_pins_compare_as_pep_440_and_a_short_cublas_version_is_not_called_affect
     assert _exact_pin("torch===2.5.1") is None and _exact_pin("torch==2.5.1") == "2.5.1"
     assert affected("cublas", "13.1.0", "10.0") is None
     assert affected("cublas", "13.0.2.14", "10.0") is not None
+
+
+def test_a_pin_for_another_platform_is_not_this_platform_s_pin(run_cli, built, tmp_path: Path) -> None:
+    """Requires-Dist lines under markers: only the one that holds here is the pin (the first line is for Windows)."""
+    requires = "torch==2.1.0; sys_platform == 'win32'\nRequires-Dist: torch==2.5.1; sys_platform == 'linux'"
+    site = _install(tmp_path / "site", built["multi"], requires=requires)
+    r = run_cli("check", "--json", "--only", "driver,torch,extensions", machine=H100, env=_env(site), timeout=120)
+    f = next(f for f in r.json["findings"] if f["code"] == "CD242")
+    assert f["title"].startswith("fastops 1.2.0 was built for torch 2.5.1,"), f["title"]
+
+
+def test_a_symbol_table_too_large_to_read_leaves_the_torch_link_unknown(built, monkeypatch) -> None:
+    """A skipped .dynsym/.dynstr is not "links no torch": the answer is unknown."""
+    assert fatbin.read_links(str(built["sm80"])).torch_symbols == 0
+    monkeypatch.setattr(fatbin, "MAX_DYNAMIC", 16)
+    assert fatbin.read_links(str(built["sm80"])).torch_symbols is None

@@ -55,12 +55,33 @@ def main(argv):
                 files += 1
         if not libs:
             continue
-        torch = [r for r in (dist.requires or ()) if re.match(r"torch\b(?![-_.\w])", r)]
+        torch = [r for r in (dist.requires or ()) if re.match(r"torch\b(?![-_.\w])", r) and _applies(r)]
         if out["location"] is None:
             out["location"] = str(dist.locate_file(""))
-        out["packages"].append({"name": name, "version": dist.version, "torch": torch[:1], "files": libs})
+        out["packages"].append({"name": name, "version": dist.version, "torch": torch[:8], "files": libs})
     sys.stdout.write(MARK + json.dumps(out) + "\n")
     sys.stdout.flush()
+
+
+def _applies(requirement: str) -> bool:
+    """Whether a requirement's environment marker holds in this interpreter ("torch==2.1; sys_platform ==
+    'win32'" does not on Linux). Without a marker evaluator (packaging, or pip's copy) a marked requirement
+    is left out: its pin stays unknown rather than one meant for another platform."""
+    if ";" not in requirement:
+        return True
+    marker = requirement.split(";", 1)[1].strip()
+    if "extra" in marker:
+        return False
+    for module in ("packaging.markers", "pip._vendor.packaging.markers"):
+        try:
+            evaluator = __import__(module, fromlist=["Marker"]).Marker
+        except Exception:
+            continue
+        try:
+            return bool(evaluator(marker).evaluate())
+        except Exception:
+            return False
+    return False
 
 
 if __name__ == "__main__":
