@@ -269,7 +269,22 @@ def render(
             lines.append(text if wide else _cut(text, width))
     if any(c[0] == "HEALTH" for c in columns):
         lines += _legend("".join(r.get("HEALTH", "") for r in rows), 10**6 if wide else width)
+    if any(r.get("CUDA") == "?" for r in rows) and any(c[0] == "CUDA" for c in columns):
+        note = _("CUDA ?: a GPU's NVML query crashed or hung, so which CUDA index each GPU has is unknown")
+        lines += _wrap(note, 10**6 if wide else width)
     return "\n".join(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of `width` display columns, the lines after the first indented by two."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and _width(line) + 1 + _width(word) > width:
+            lines.append(line)
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line] if line else lines
 
 
 def _process_header(indent: str) -> str:

@@ -329,6 +329,8 @@ def test_one_sick_gpu_does_not_hide_the_gpus_after_it(run_cli, sick, how, state)
     assert all("H100 80GB HBM3" in rows[i] for i in ("0", "1", "3"))
     # CUDA may or may not count the sick GPU: the other GPUs' cuda:N is unknown, never a guess
     assert all(rows[i].split()[0] == "?" for i in ("0", "1", "3"))
+    assert "CUDA ?: a GPU's NVML query crashed or hung" in r.stdout  # the table says what "?" means
+    assert max(len(ln) for ln in r.stdout.splitlines()) <= 80
     err = r.stderr.strip()
     assert err.count("\n") == 0 and how in err and call in err and "GPU 2" in err and "not shown" not in err
     j = run_cli("gpus", "--json", "--timeout", "2", machine=FOUR + sick + "\n")
