@@ -127,9 +127,9 @@ def evaluate(facts: FitFacts) -> list[Finding]:
     if m.hf_dir is not None and not facts.training:
         fixes += _transformers_fixes(m.hf_dir, params, free)
     across = msg_n(
-        "{page} {n} GPU has {size} free together; it needs at least {spread} GPUs' worth."
+        "{page} {n} GPU has {size} free; it needs at least {spread} GPUs' worth."
         if spread and spread > 1
-        else "{page} {n} GPU has {size} free together.",
+        else "{page} {n} GPU has {size} free.",
         "{page} {n} GPUs have {size} free together; it needs at least {spread} GPUs' worth."
         if spread and spread > 1
         else "{page} {n} GPUs have {size} free together.",

@@ -152,4 +152,4 @@ def test_fit_in_chinese(run_cli, tmp_path: Path) -> None:
         too_big["title"]
         == "用 Adam 训练至少需要 7.4 GiB：没有哪块 GPU 有这么多空闲显存（最多的是 GPU 1，空闲 3.0 GiB）"
     )
-    assert too_big["why"].endswith("2 块 GPU 合计空闲 5.0 GiB；至少需要 3 块 GPU 的空闲显存。")
+    assert too_big["why"].endswith("2 块 GPU 共有 5.0 GiB 空闲显存；至少需要 3 块 GPU 的空闲显存。")

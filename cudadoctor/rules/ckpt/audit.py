@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cudadoctor.facts.ckpt import CkptFacts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.model import Finding, Severity, Table, msg, msg_n
+from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.ckpt.entries import DANGEROUS, SUMMARY, UNSAFE_GLOBALS, WEIGHTS_ONLY_OK
 from cudadoctor.rules.ckpt.loading import fix_cmd, load_lines, script, unlocated, unsafe
@@ -100,7 +100,7 @@ def audit(f: CkptFacts) -> list[Finding]:
     ]
 
 
-def _allow_fixes(f: CkptFacts) -> list:
+def _allow_fixes(f: CkptFacts) -> list[Fix]:
     fixes = []
     if any(c.kind == "model object" for c in f.contents or []):
         fixes.append(

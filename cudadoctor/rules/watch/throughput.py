@@ -8,7 +8,7 @@ import shlex
 
 from cudadoctor.facts.watch import Timeline
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.model import Finding, Table, msg, msg_n
+from cudadoctor.model import Finding, Fix, Table, msg, msg_n
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.watch import stats
 from cudadoctor.rules.watch.entries import COPIES_DOMINATE, GPU_BOUND, INPUT_BOUND, WAITING
@@ -102,7 +102,7 @@ def input_bound(tl: Timeline, index: int) -> list[Finding]:
     ]
 
 
-def _feeding_fixes(tl: Timeline, cpu: CpuSide) -> list:
+def _feeding_fixes(tl: Timeline, cpu: CpuSide) -> list[Fix]:
     n = suggest_workers(cpu.workers, cpu.free_cores, tl.cpu_count)
     cores = (
         msg("{free} of {total} cores were idle on average", free=f"{cpu.free_cores:.1f}", total=tl.cpu_count)
