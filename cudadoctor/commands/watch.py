@@ -1,5 +1,5 @@
 """`cudadoctor watch -- COMMAND…` / `cudadoctor watch --pid PID`: sample a training run's process tree and
-say what its timeline means (rules/watch.py).
+say what its timeline means (rules/watch/).
 
 The command runs as it would without the doctor: same stdin, stdout and stderr (its output is never
 read), same process group, its exit status returned. Ctrl-C in a terminal reaches it from the terminal

@@ -7,7 +7,7 @@ import math
 from cudadoctor.facts.fit import FitFacts, FitGpu
 from cudadoctor.knowledge.memory import DTYPE_BYTES, INFERENCE, LEFT_OUT, TRAINING
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.model import Finding, Severity, Table
+from cudadoctor.model import Finding, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
 
 ESTIMATE = entry(
@@ -76,30 +76,47 @@ def _rows(params: int, gpus: list[FitGpu] | None, own: tuple[str, float] | None)
 def evaluate(facts: FitFacts) -> list[Finding]:
     m = facts.model
     if m.parameters is None:
-        return [UNKNOWN.finding(title=f"The parameter count of {m.path} is unknown: {m.why_unknown or 'no tensors'}")]
+        return [
+            UNKNOWN.finding(
+                title=msg(
+                    "The parameter count of {path} is unknown: {why}",
+                    path=m.path,
+                    why=m.why_unknown or msg("no tensors"),
+                )
+            )
+        ]
     params = m.parameters
     own = (m.dtype, DTYPE_BYTES[m.dtype]) if m.dtype in DTYPE_BYTES else None
-    how = {True: "counted from its tensors", False: "at least"}[m.exact] if m.source != "config" else "from its config"
+    if m.source == "config":
+        how = msg("from its config")
+    else:
+        how = msg("counted from its tensors") if m.exact else msg("at least")
     table = Table(["use", "precision", "needs at least>", "fits now on"], _rows(params, facts.gpus, own))
-    why = ESTIMATE.explanation
-    if m.why_unknown:
-        why += f" Note: {m.why_unknown}."
+    why = msg("{page} Note: {note}.", page=msg(ESTIMATE.explanation), note=m.why_unknown) if m.why_unknown else None
     findings = [
-        ESTIMATE.finding(title=f"{params:,} parameters ({how}): memory by precision and use", why=why, tables=[table])
+        ESTIMATE.finding(
+            title=msg("{n} parameters ({how}): memory by precision and use", n=f"{params:,}", how=how),
+            why=why,
+            tables=[table],
+        )
     ]
     if facts.gpus is None:
         return findings  # whether it fits is unknown: NVML could not tell; the table says "unknown"
     if facts.training:
-        use, per = "Training with Adam", TRAINING[0][1]
+        use, per = msg("Training with Adam"), TRAINING[0][1]
     else:
         dtype, per = (m.dtype, own[1]) if own is not None else ("bfloat16", 2.0)
-        use = f"Inference in {dtype}"
+        use = msg("Inference in {dtype}", dtype=dtype)
     need = params * per
     free = [g for g in facts.gpus if g.memory_free is not None]
     fitting = [g for g in free if g.memory_free is not None and g.memory_free >= need]
     if fitting:
         names = ", ".join(str(g.index) for g in fitting)
-        findings.append(FITS.finding(title=f"{use} ({format_size(int(need))}) fits on GPU {names}"))
+        findings.append(
+            FITS.finding(
+                title=msg("{use} ({size}) fits on GPU {gpus}", use=use, size=format_size(int(need)), gpus=names)
+            )
+        )
         return findings
     if not free:
         return findings
@@ -109,16 +126,29 @@ def evaluate(facts: FitFacts) -> list[Finding]:
     fixes = list(NO_GPU_FITS.fixes)
     if m.hf_dir is not None and not facts.training:
         fixes += _transformers_fixes(m.hf_dir, params, free)
-    across = (
-        f" {len(free)} GPUs have {format_size(total_free)} free together"
-        + (f"; it needs at least {spread} GPUs' worth" if spread and spread > 1 else "")
-        + "."
+    across = msg_n(
+        "{page} {n} GPU has {size} free; it needs at least {spread} GPUs' worth."
+        if spread and spread > 1
+        else "{page} {n} GPU has {size} free.",
+        "{page} {n} GPUs have {size} free together; it needs at least {spread} GPUs' worth."
+        if spread and spread > 1
+        else "{page} {n} GPUs have {size} free together.",
+        len(free),
+        page=msg(NO_GPU_FITS.explanation),
+        n=len(free),
+        size=format_size(total_free),
+        spread=spread,
     )
     findings.append(
         NO_GPU_FITS.finding(
-            title=f"{use} needs at least {format_size(int(need))}: no GPU has that much free "
-            f"(most: {format_size(best.memory_free)} on GPU {best.index})",
-            why=NO_GPU_FITS.explanation + across,
+            title=msg(
+                "{use} needs at least {size}: no GPU has that much free (most: {free} on GPU {index})",
+                use=use,
+                size=format_size(int(need)),
+                free=format_size(best.memory_free),
+                index=best.index,
+            ),
+            why=across,
             fix=fixes,
         )
     )
@@ -155,7 +185,17 @@ def _transformers_fixes(directory: str, params: int, gpus: list[FitGpu]) -> list
                 f"quantization_config=BitsAndBytesConfig({option}), device_map='cuda')",
             ]
         needs = format_size(int(params * b))
-        out.append(fix(f"Load it in {label} ({needs}: fits on GPU {fitting}; bitsandbytes for 8 and 4 bits)", *load))
+        out.append(
+            fix(
+                msg(
+                    "Load it in {precision} ({size}: fits on GPU {gpus}; bitsandbytes for 8 and 4 bits)",
+                    precision=label,
+                    size=needs,
+                    gpus=fitting,
+                ),
+                *load,
+            )
+        )
     out.append(
         fix(
             "Spread the layers over every GPU, then the CPU (needs accelerate)",

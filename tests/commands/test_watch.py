@@ -23,6 +23,8 @@ from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, ProcSample,
 from cudadoctor.model import Severity
 from cudadoctor.rules import watch as rules
 from cudadoctor.rules.catalogue import CATALOGUE
+from cudadoctor.rules.watch import clocks
+from cudadoctor.rules.watch.stats import suggest_workers
 from tests.conftest import LIBRARY_DIRS, fake_machine_env
 
 GiB = 1 << 30
@@ -141,12 +143,12 @@ def test_input_bound_with_no_core_free_says_to_make_batches_cheaper() -> None:
 
 
 def test_suggest_workers() -> None:
-    assert rules.suggest_workers(0, 12.8, 16) == 4
-    assert rules.suggest_workers(4, 20.0, 32) == 8
-    assert rules.suggest_workers(2, 1.5, 4) == 3
-    assert rules.suggest_workers(8, 0.4, 8) is None
-    assert rules.suggest_workers(0, None, 8) == 4
-    assert rules.suggest_workers(0, None, None) is None
+    assert suggest_workers(0, 12.8, 16) == 4
+    assert suggest_workers(4, 20.0, 32) == 8
+    assert suggest_workers(2, 1.5, 4) == 3
+    assert suggest_workers(8, 0.4, 8) is None
+    assert suggest_workers(0, None, 8) == 4
+    assert suggest_workers(0, None, None) is None
 
 
 def test_on_an_oversubscribed_machine_a_fair_share_is_cpu_limited() -> None:
@@ -238,13 +240,13 @@ def test_copies_dominate() -> None:
 
 
 def test_throttling_reasons() -> None:
-    assert "CD705" in codes(timeline([95] * 6, clocks=rules.HW_THERMAL))
-    f = the(timeline([95] * 6, clocks=rules.SW_POWER_CAP), "CD706")
+    assert "CD705" in codes(timeline([95] * 6, clocks=clocks.HW_THERMAL))
+    f = the(timeline([95] * 6, clocks=clocks.SW_POWER_CAP), "CD706")
     assert f.severity is Severity.INFO
-    assert "CD707" in codes(timeline([95] * 6, clocks=rules.HW_SLOWDOWN))
+    assert "CD707" in codes(timeline([95] * 6, clocks=clocks.HW_SLOWDOWN))
     assert not {"CD705", "CD706", "CD707"} & set(codes(timeline([95] * 6, clocks=0x1)))
     # an idle GPU lowers clocks for no harm: not counted
-    assert "CD705" not in codes(timeline([5] * 6, clocks=rules.SW_THERMAL))
+    assert "CD705" not in codes(timeline([5] * 6, clocks=clocks.SW_THERMAL))
 
 
 def test_busy_gpu_while_another_is_free() -> None:
@@ -288,7 +290,7 @@ def _blank(tl: Timeline, keep: set[str]) -> Timeline:
     "tl",
     [
         timeline(SWING, main=99.0, tree_mem=4 * GiB),
-        timeline([30] * 8, main=20.0, rx=12 * 10**9, clocks=rules.HW_THERMAL, others=1, second_gpu=True),
+        timeline([30] * 8, main=20.0, rx=12 * 10**9, clocks=clocks.HW_THERMAL, others=1, second_gpu=True),
         timeline([0] * 8, main=380.0, on_gpu=0),
         hidden_pids(timeline([50] * 8, main=380.0, on_gpu=0, others=1), libcuda=False),
     ],

@@ -1,6 +1,8 @@
 """Statistics over a watch timeline: means and shares of known samples, the samples the tree spent on a
 GPU, and the CPU side of a run (how busy the main process and the workers were, whether every core was
-busy, how many idle cores could run more workers)."""
+busy, how many idle cores could run more workers); and the thresholds several verdicts share.
+
+A verdict needs MIN_SAMPLES known values before it says anything: knowing less never adds a warning."""
 
 from __future__ import annotations
 
@@ -8,6 +10,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, Sample, Timeline
+
+MIN_SAMPLES = 4  # fewer known values than this: too little to judge
+BUSY_SHARE = 0.5  # "most of the time": share of samples
+LOW_UTIL = 70.0  # mean GPU utilisation below this: the GPU waits
+IDLE_UTIL = 30  # a sample below this is an idle dip
 
 SATURATED_CPU = 85.0  # percent of one core: a Python process this busy cannot do more
 MACHINE_BUSY = 90.0  # percent of all cores: every core busy, so ...
@@ -25,6 +32,10 @@ def mean(values: list[float]) -> float:
 
 def share(values: list[float], pred: Callable[[float], bool]) -> float:
     return sum(1 for v in values if pred(v)) / len(values) if values else 0.0
+
+
+def pct(v: float | None) -> str:
+    return "?" if v is None else f"{v:.0f} %"
 
 
 def gpu_sample(sample: Sample, index: int) -> GpuSample | None:
