@@ -148,7 +148,7 @@ def test_rank_0s_zh_cn_report_names_the_nodes_ranks_and_gpus_in_chinese(capsys):
     out = " ".join(capsys.readouterr().out.split())  # the terminal wraps lines
     assert "测量了 32 块 GPU" in out
     assert "gpu02 的 GPU 5（进程 13） 上的 bf16 GEMM：610.0 TFLOP/s，集群中位数为 721.0" in out
-    assert "进程 21 (gpu03) 在每次集合通信中迟到 49 ms" in out
+    assert "进程 21（gpu03） 在每次集合通信中迟到 49 ms" in out
     assert "来源：H100 SXM" in out
     for english in ("GPUs measured", "vs the fleet's median", "arrive 49 ms late", "Source:", "(rank 13)"):
         assert english not in out

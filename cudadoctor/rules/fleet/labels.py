@@ -36,12 +36,7 @@ def ranks_text(ff: FleetFacts, ranks: Iterable[int]) -> str:
     for r in ranks:
         info = next((i for i in ff.ranks if i.rank == r), None)
         by_node.setdefault(ff.label(info.node_rank) if info else _guess_node(ff, r), []).append(r)
-    parts = [
-        msg("{ranks} ({node})", ranks=", ".join(map(str, rs)), node=node)
-        if isinstance(node, Message)
-        else f"{', '.join(map(str, rs))} ({node})"
-        for node, rs in by_node.items()
-    ]
+    parts = [msg("{ranks} ({node})", ranks=", ".join(map(str, rs)), node=node) for node, rs in by_node.items()]
     return msg_n("rank {ranks}", "ranks {ranks}", len(ranks), ranks=joined(parts, "; "))
 
 
