@@ -1,4 +1,4 @@
-"""NVML through nvidia-ml-py: loaded lazily, every call through one guarded helper.
+"""NVML through nvidia-ml-py: loaded lazily, every call through the one guarded helper (nvml_guard.py).
 
 NVML errors become names (the part after NVML_ERROR_), never exceptions for the caller:
 an old driver's missing functions, a device that does not support a query, or a lost GPU
@@ -15,7 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cudadoctor.facts.nvml import LOST_ERRORS, DriverFacts, GpuProcess, MigInstance, NvmlDevice
+from cudadoctor.backends.nvml_guard import DeviceLost, Guard, RecordFacts, error_names, text
+from cudadoctor.facts.nvml import DriverFacts, GpuProcess, MigInstance, NvmlDevice
 
 _LOCK = threading.Lock()
 
@@ -44,21 +45,6 @@ def preload_nvml(nv: Any) -> None:
         except OSError:
             continue
     raise nv.NVMLError(nv.NVML_ERROR_LIBRARY_NOT_FOUND)
-
-
-class _DeviceGone(Exception):
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-def _error_names(nv: Any) -> dict[int, str]:
-    return {getattr(nv, n): n[len("NVML_ERROR_") :] for n in dir(nv) if n.startswith("NVML_ERROR_")}
-
-
-def _text(value: Any) -> str:
-    # nvidia-ml-py >= 11.515.48 returns str; the old pynvml fork returned bytes.
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def _binding_version() -> str | None:
@@ -93,12 +79,9 @@ def library_version_from_path(path: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-# system queries whose NOT_SUPPORTED is a failure, not a feature this driver lacks
-_MUST_ANSWER = frozenset({"nvmlDeviceGetCount"})
-
-
 class _Session:
-    """One guarded NVML call helper for the lifetime of an init/shutdown pair."""
+    """A snapshot's NVML calls for the lifetime of an init/shutdown pair: each through the one guard
+    (nvml_guard.Guard), whose RecordFacts policy files every error in the facts."""
 
     def __init__(
         self,
@@ -107,56 +90,23 @@ class _Session:
         trace: Callable[[str], None] | None = None,
         progress: Callable[[DriverFacts], None] | None = None,
     ) -> None:
-        self.nv = nv
         self.facts = facts
-        self.names = _error_names(nv)
-        self.trace = trace  # told each call's name first: a crash or hang inside it can be named
+        self.guard = Guard(nv, RecordFacts(facts), trace, resolve=lambda name: _function(nv, name))
         self.progress = progress  # told the facts so far after each device
 
     def call(self, fn_name: str, *args: Any, device: NvmlDevice | None = None, what: str = "") -> Any:
-        fn: Callable[..., Any] | None = getattr(self.nv, fn_name, None)
-        if fn is None:
-            self._missing(fn_name)
-            return None
-        if fn_name in _PROCESS_CALLS and hasattr(self.nv, "_nvmlGetFunctionPointer"):
-            fn = _process_lister(self.nv, fn_name)
-        if self.trace is not None:
-            self.trace(fn_name)
-        try:
-            return fn(*args)
-        except UnicodeDecodeError as exc:  # the binding decodes strictly; a name the driver filled with
-            return exc.object.decode(errors="replace")  # other bytes is still that GPU's name
-        except self.nv.NVMLError as exc:
-            name = self.names.get(exc.value, f"CODE_{exc.value}")
-            if name == "FUNCTION_NOT_FOUND":
-                self._missing(fn_name)
-            elif device is None and (name != "NOT_SUPPORTED" or fn_name in _MUST_ANSWER):
-                self.facts.query_errors[fn_name] = name
-            elif name in LOST_ERRORS and device is not None:
-                raise _DeviceGone(name) from None
-            elif device is not None:
-                device.unsupported[what or fn_name] = name
-            return None
-        except self.nv.NVMLLibraryMismatchError:
-            self._missing(fn_name)
-            return None
+        return self.guard.call(fn_name, *args, at=(device, what))
 
     def first(self, names: list[str], *args: Any, device: NvmlDevice | None = None, what: str = "") -> Any:
         """Call the newest of several versioned functions the driver has."""
-        missing_before = len(self.facts.missing_functions)
-        errors_before = dict(self.facts.query_errors)
-        for name in names:
-            value = self.call(name, *args, device=device, what=what)
-            if value is not None:
-                # an older fallback answered: the newer one is not worth reporting as missing or failed
-                del self.facts.missing_functions[missing_before:]
-                self.facts.query_errors = errors_before
-                return value
-        return None
+        return self.guard.first(names, *args, at=(device, what))
 
-    def _missing(self, fn_name: str) -> None:
-        if fn_name not in self.facts.missing_functions:
-            self.facts.missing_functions.append(fn_name)
+
+def _function(nv: Any, fn_name: str) -> Callable[..., Any] | None:
+    fn: Callable[..., Any] | None = getattr(nv, fn_name, None)
+    if fn is not None and fn_name in _PROCESS_CALLS and hasattr(nv, "_nvmlGetFunctionPointer"):
+        return _process_lister(nv, fn_name)
+    return fn
 
 
 def query_driver(
@@ -184,8 +134,8 @@ def query_driver(
             preload_nvml(nv)
             nv.nvmlInit()
         except nv.NVMLError as exc:
-            facts.init_status = _error_names(nv).get(exc.value, f"CODE_{exc.value}")
-            facts.init_message = _text(str(exc))
+            facts.init_status = error_names(nv).get(exc.value, f"CODE_{exc.value}")
+            facts.init_message = text(str(exc))
             facts.library_loaded = nv.nvmlLib is not None
             facts.library_path = _loaded_library_path() if facts.library_loaded else None
             facts.library_version = library_version_from_path(facts.library_path)
@@ -208,10 +158,10 @@ def query_driver(
 def _query_system(s: _Session, with_processes: bool, first: int = 0) -> None:
     f = s.facts
     version = s.call("nvmlSystemGetDriverVersion")
-    f.driver_version = _text(version) if version is not None else None
+    f.driver_version = text(version) if version is not None else None
     f.cuda_driver_version = s.first(["nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"])
     nvml_version = s.call("nvmlSystemGetNVMLVersion")
-    f.nvml_version = _text(nvml_version) if nvml_version is not None else None
+    f.nvml_version = text(nvml_version) if nvml_version is not None else None
     f.device_count = s.call("nvmlDeviceGetCount")
     if s.progress is not None:
         s.progress(f)  # the count goes out before any GPU: a crash in the first GPU is then that GPU's
@@ -223,7 +173,7 @@ def _query_system(s: _Session, with_processes: bool, first: int = 0) -> None:
                 dev.error = dev.unsupported.pop("handle", "UNKNOWN")
             else:
                 _query_device(s, handle, dev, with_processes)
-        except _DeviceGone as gone:
+        except DeviceLost as gone:
             dev.error = gone.name
         f.devices.append(dev)
         if s.progress is not None:
@@ -232,12 +182,12 @@ def _query_system(s: _Session, with_processes: bool, first: int = 0) -> None:
 
 def _query_device(s: _Session, h: Any, dev: NvmlDevice, with_processes: bool) -> None:
     name = s.call("nvmlDeviceGetName", h, device=dev, what="name")
-    dev.name = _text(name) if name is not None else None
+    dev.name = text(name) if name is not None else None
     uuid = s.call("nvmlDeviceGetUUID", h, device=dev, what="uuid")
-    dev.uuid = _text(uuid) if uuid is not None else None
+    dev.uuid = text(uuid) if uuid is not None else None
     pci = s.call("nvmlDeviceGetPciInfo", h, device=dev, what="pci")
     if pci is not None:
-        dev.pci_bus_id = _text(pci.busId)
+        dev.pci_bus_id = text(pci.busId)
     cc = s.call("nvmlDeviceGetCudaComputeCapability", h, device=dev, what="compute_capability")
     if cc is not None:
         dev.compute_capability = f"{cc[0]}.{cc[1]}"
@@ -323,7 +273,7 @@ def _query_mig(s: _Session, h: Any, dev: NvmlDevice) -> list[MigInstance]:
             continue
         inst = MigInstance(index=i)
         uuid = s.call("nvmlDeviceGetUUID", mh, device=probe, what="uuid")
-        inst.uuid = _text(uuid) if uuid is not None else None
+        inst.uuid = text(uuid) if uuid is not None else None
         mem = s.call("nvmlDeviceGetMemoryInfo", mh, device=probe, what="memory")
         if mem is not None:
             inst.memory_total, inst.memory_used = int(mem.total), int(mem.used)

@@ -3,8 +3,9 @@ processes on it, PCIe throughput, power, clock event reasons) and psutil for the
 (CPU and memory of each process, the main process and DataLoader workers told apart), plus /dev/shm.
 
 NVML stays initialised for the whole watch (one nvmlInit, one nvmlShutdown). Every NVML call goes through
-one guard: an NVML error is a None value, never an exception; a query a GPU does not support, or a
-function an old driver lacks, is not asked again; a GPU that fell off the bus reads as unknown.
+the one guard (nvml_guard.Guard) with the SkipAfterError policy: an NVML error is a None value, never an
+exception; a query a GPU does not support, or a function an old driver lacks, is not asked again; a GPU
+that fell off the bus reads as unknown.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ import sys
 import time
 from typing import Any
 
-from cudadoctor.backends.nvml import _error_names, _text, preload_nvml
+from cudadoctor.backends.nvml import preload_nvml
+from cudadoctor.backends.nvml_guard import Guard, SkipAfterError, error_names, text
 from cudadoctor.facts.watch import HELPER, MAIN, OTHER, WORKER, GpuInfo, GpuSample, ProcSample, Sample
 
-_SKIP = ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NO_PERMISSION", "ARGUMENT_VERSION_MISMATCH")
-_GONE = ("GPU_IS_LOST", "RESET_REQUIRED", "GPU_NOT_FOUND", "UNINITIALIZED")
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed")
 KB = 1024  # NVML reports PCIe throughput in KB/s
 MAPS_MOST = 8 << 20  # bytes of one process's /proc/PID/maps read at most (a CUDA process's are ~1 MB)
@@ -32,9 +32,8 @@ class Nvml:
         self.nv: Any = None
         self.status: str | None = None
         self.handles: list[Any] = []
-        self.skip: set[tuple[int, str]] = set()  # (device, function) not worth asking again
-        self.gone: set[int] = set()
-        self.names: dict[int, str] = {}
+        self.policy = SkipAfterError()
+        self.guard: Guard | None = None
         self.tree_pids: set[int] = set()  # the tree's processes NVML listed in the latest sample
 
     def open(self) -> list[GpuInfo] | None:
@@ -43,28 +42,28 @@ class Nvml:
         except ImportError:
             self.status = "BINDING_MISSING"
             return None
-        self.names = _error_names(nv)
         try:
             preload_nvml(nv)
             nv.nvmlInit()
         except nv.NVMLError as exc:
-            self.status = self.names.get(exc.value, f"CODE_{exc.value}")
+            self.status = error_names(nv).get(exc.value, f"CODE_{exc.value}")
             return None
         except Exception as exc:  # a broken library: still a value, not a crash
             self.status = type(exc).__name__
             return None
         self.nv, self.status = nv, "ok"
+        self.guard = Guard(nv, self.policy)
         infos: list[GpuInfo] = []
         for i in range(self.call(-1, "nvmlDeviceGetCount") or 0):
             h = self.call(-1, "nvmlDeviceGetHandleByIndex", i)
             self.handles.append(h)
             info = GpuInfo(index=i)
             if h is None:
-                self.gone.add(i)
+                self.policy.gone.add(i)
             else:
                 name, uuid = self.call(i, "nvmlDeviceGetName", h), self.call(i, "nvmlDeviceGetUUID", h)
-                info.name = _text(name) if name is not None else None
-                info.uuid = _text(uuid) if uuid is not None else None
+                info.name = text(name) if name is not None else None
+                info.uuid = text(uuid) if uuid is not None else None
                 mem = self.call(i, "nvmlDeviceGetMemoryInfo", h)
                 info.memory_total = int(mem.total) if mem is not None else None
                 info.power_limit_mw = self.call(i, "nvmlDeviceGetEnforcedPowerLimit", h)
@@ -79,37 +78,15 @@ class Nvml:
                 self.nv.nvmlShutdown()
             except Exception:
                 pass
-            self.nv = None
+            self.nv, self.guard = None, None
 
     def call(self, device: int, fn_name: str, *args: Any) -> Any:
-        if (device, fn_name) in self.skip or device in self.gone:
-            return None
-        fn = getattr(self.nv, fn_name, None)
-        if fn is None:
-            self.skip.add((device, fn_name))
-            return None
-        try:
-            return fn(*args)
-        except self.nv.NVMLError as exc:
-            name = self.names.get(exc.value, "")
-            if name in _SKIP:
-                self.skip.add((device, fn_name))
-            elif name in _GONE and device >= 0:
-                self.gone.add(device)
-            return None
-        except Exception:  # NVMLLibraryMismatchError, a ctypes surprise: this query is unknown
-            self.skip.add((device, fn_name))
-            return None
+        """One guarded call for GPU `device` (-1: the system); None while NVML is not open."""
+        return None if self.guard is None else self.guard.call(fn_name, *args, at=device)
 
     def first(self, device: int, names: tuple[str, ...], *args: Any) -> Any:
         """The newest of several versioned functions this driver answers."""
-        for name in names:
-            if (device, name) in self.skip:
-                continue
-            value = self.call(device, name, *args)
-            if value is not None or (device, name) not in self.skip:
-                return value
-        return None
+        return None if self.guard is None else self.guard.first(names, *args, at=device)
 
     def processes(self, device: int, h: Any) -> dict[int, int | None] | None:
         """pid -> GPU memory (None where NVML does not say) for compute and graphics processes."""
@@ -158,7 +135,7 @@ class Nvml:
             g.clocks_event = self.first(
                 i, ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), h
             )
-            if i in self.gone:  # fell off the bus during this sample: nothing of it is known
+            if i in self.policy.gone:  # fell off the bus during this sample: nothing of it is known
                 out[-1] = GpuSample(index=i)
         return out
 

@@ -123,6 +123,8 @@ def why(code: str, text: str) -> str:
 
 def column(name: str) -> str:
     bare = name.rstrip(COLUMN_MARKS)  # the layout marks (render/layout.py) stay
+    if isinstance(name, Message):  # a header built from facts ("all {n} nodes")
+        return message(name).rstrip(COLUMN_MARKS) + name[len(bare) :]
     return _(bare) + name[len(bare) :]
 
 

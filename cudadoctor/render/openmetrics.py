@@ -84,6 +84,16 @@ def _gpu_label(device: dict[str, Any]) -> str:
     return str(device.get("index"))
 
 
+# the process lists NVML gives per GPU (backends/nvml.py names a failed one in the device's `unsupported`)
+_PROCESS_LISTS = ("compute_processes", "graphics_processes")
+
+
+def _processes_listed(device: dict[str, Any]) -> bool:
+    """Whether NVML listed this GPU's processes: a failed or missing list is an unknown count, not 0."""
+    unsupported = device.get("unsupported") or {}
+    return isinstance(device.get("processes"), list) and not any(k in unsupported for k in _PROCESS_LISTS)
+
+
 def render(data: dict[str, Any]) -> str:
     """The metrics text for one report's data; ends with `# EOF`."""
     families = list(_families(data))
@@ -195,8 +205,8 @@ def _driver(driver: dict[str, Any]) -> Iterable[_Family]:
     yield gpu_info
     processes = _Family("gpu_processes", "Processes holding memory on the GPU.")
     for d in devices:
-        if d.get("error") is None:
-            processes.add(len(d.get("processes") or []), gpu=_gpu_label(d))
+        if d.get("error") is None and _processes_listed(d):
+            processes.add(len(d["processes"]), gpu=_gpu_label(d))
     yield processes
     for metric, name, help_text, scale in specs:
         unit = next((u for u in ("bytes", "celsius") if metric.endswith("_" + u)), "")

@@ -72,6 +72,38 @@ def test_an_unknown_fact_is_no_sample_never_zero(run_cli):
     assert "None" not in r.stdout and "null" not in r.stdout
 
 
+def test_a_process_list_nvml_did_not_give_is_no_sample_never_zero(run_cli):
+    """NVML failed to list the processes (every list function answered an error): no gpu_processes series
+    (0 would say "nobody uses this GPU"), while the GPUs themselves are still reported."""
+    machine = TWO_GPUS + "".join(
+        f"fail_in nvmlDevice{kind}RunningProcesses_{v} 999\n"
+        for kind in ("GetCompute", "GetGraphics")
+        for v in ("v3", "v2")
+    )
+    found = samples(run_cli("check", "--skip", "torch", "--format", "openmetrics", machine=machine).stdout)
+    assert "cudadoctor_gpu_processes" not in found
+    assert value(found, "cudadoctor_gpu_memory_used_bytes", gpu="1") == 85000000000
+    # the same machine with its lists answered: one process on GPU 0, none on GPU 1 (a real 0)
+    listed = TWO_GPUS + "process gpu=0 pid=4242 mem=1048576 kind=compute\n"
+    found = samples(run_cli("check", "--skip", "torch", "--format", "openmetrics", machine=listed).stdout)
+    assert value(found, "cudadoctor_gpu_processes", gpu="0") == 1
+    assert value(found, "cudadoctor_gpu_processes", gpu="1") == 0
+
+
+def test_process_count_is_left_out_only_for_the_gpu_whose_list_failed():
+    """One GPU's compute list failed (backends/nvml.py names it in `unsupported`), or a report says null."""
+    from cudadoctor.render.openmetrics import render
+
+    devices = [
+        {"index": 0, "processes": [{"pid": 1}], "unsupported": {}},
+        {"index": 1, "processes": [], "unsupported": {"compute_processes": "UNKNOWN"}},
+        {"index": 2, "processes": None, "unsupported": {}},
+        {"index": 3, "processes": [], "unsupported": {"temperature": "NOT_SUPPORTED"}},
+    ]
+    found = samples(render({"status": "healthy", "facts": {"driver": {"devices": devices}}}))
+    assert {s.labels["gpu"]: s.value for s in found["cudadoctor_gpu_processes"]} == {"0": 1, "3": 0}
+
+
 def test_measurements_of_a_replayed_real_h100_report_become_bandwidth_and_smoke_series(run_cli):
     report = ROOT / "tests" / "fixtures" / "real_gpu_report.json"
     r = run_cli("check", "--from", str(report), "--format", "openmetrics")

@@ -9,11 +9,11 @@ from typing import Any
 
 from cudadoctor.facts.fleet import FleetFacts, NodeFacts
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
 from cudadoctor.report import decide
 from cudadoctor.rules import health
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.fleet.labels import S, nodes_text
+from cudadoctor.rules.fleet.labels import S, joined, nodes_text
 
 INVENTORY = entry(
     "CD800",
@@ -140,7 +140,12 @@ def inventory(ff: FleetFacts, node_findings: dict[int, list[Finding]]) -> Findin
                 verdict,
             ]
         )
-    title = f"{plural(len(ff.nodes), 'node')}, {plural(len(ff.ranks), 'rank')} reported"
+    nodes, ranks = len(ff.nodes), len(ff.ranks)
+    title = msg(
+        "{nodes}, {ranks} reported",
+        nodes=msg_n("{n} node", "{n} nodes", nodes, n=nodes),
+        ranks=msg_n("{n} rank", "{n} ranks", ranks, n=ranks),
+    )
     return INVENTORY.finding(
         title=title,
         # at 80 columns the node and its status stay whole; the versions go first (CD801 lists any that differ)
@@ -175,11 +180,25 @@ def mismatch(ff: FleetFacts) -> list[Finding]:
     fixes = _mismatch_fixes(ff, per_node, differing)
     return [
         MISMATCH.finding(
-            title=f"The nodes differ in {', '.join(differing)}",
+            title=msg("The nodes differ in {names}", names=joined([_PROPERTY_WORDS.get(n, n) for n in differing])),
             tables=[Table(["Property", "Value", "Nodes"], rows)],
             fix=fixes,
         )
     ]
+
+
+# the compared properties whose names are words: the title shows them in the reader's language (the others
+# are names: torch, NCCL, the nvidia-* wheels, NCCL_* variables)
+_PROPERTY_WORDS = {
+    "GPUs": msg("GPUs"),
+    "GPU model": msg("GPU model"),
+    "driver": msg("driver"),
+    "CUDA (driver)": msg("CUDA (driver)"),
+    "persistence mode": msg("persistence mode"),
+    "uncorrectable ECC errors": msg("uncorrectable ECC errors"),
+    "clock event reasons": msg("clock event reasons"),
+    "torch CUDA": msg("torch CUDA"),
+}
 
 
 def _mismatch_fixes(ff: FleetFacts, per_node: dict[int, dict[str, str | None]], differing: list[str]) -> list[Fix]:
@@ -201,25 +220,43 @@ def _mismatch_fixes(ff: FleetFacts, per_node: dict[int, dict[str, str | None]], 
             if os_ids & {"rhel", "rocky", "almalinux", "centos", "ol"}:
                 cmds.append(f"sudo dnf module install -y nvidia-driver:{branch}-dkms")
             if cmds:
-                label = f"on {where}: the driver of the other nodes ({common}), then reboot"
+                label = msg(
+                    "on {nodes}: {what}",
+                    nodes=where,
+                    what=msg("the driver of the other nodes ({version}), then reboot", version=common),
+                )
                 out.append(fix(label, *cmds, "sudo reboot"))
             else:  # no package known for this OS: the label says what to install, nothing to paste
-                label = f"on {where}: install NVIDIA driver {common} (branch {branch}), as on the others, then reboot"
+                label = msg(
+                    "on {nodes}: {what}",
+                    nodes=where,
+                    what=msg(
+                        "install NVIDIA driver {version} (branch {branch}), as on the others, then reboot",
+                        version=common,
+                        branch=branch,
+                    ),
+                )
                 out.append(fix(label))
         elif name == "torch" or name.startswith("nvidia-"):
             base, _, variant = common.partition("+")
             index = f" --index-url https://download.pytorch.org/whl/{variant}" if variant.startswith("cu") else ""
             out.append(
                 fix(
-                    f"on {where}: {name} {common} as on the other nodes",
+                    msg(
+                        "on {nodes}: {what}",
+                        nodes=where,
+                        what=msg("{pkg} {pkgversion} as on the other nodes", pkg=name, pkgversion=common),
+                    ),
                     f"python -m pip install '{name}=={base}'{index}",
                 )
             )
         elif name.startswith("NCCL_"):
             cmd = f"unset {name}" if common == "(unset)" else f"export {name}={common}"
-            out.append(fix(f"on {where}: {name} as on the other nodes (in the job's environment)", cmd))
+            what = msg("{variable} as on the other nodes (in the job's environment)", variable=name)
+            out.append(fix(msg("on {nodes}: {what}", nodes=where, what=what), cmd))
         elif name == "persistence mode" and common == "on":
-            out.append(fix(f"on {where}: persistence mode on, as on the other nodes", "sudo nvidia-smi -pm 1"))
+            what = msg("persistence mode on, as on the other nodes")
+            out.append(fix(msg("on {nodes}: {what}", nodes=where, what=what), "sudo nvidia-smi -pm 1"))
     return out
 
 
@@ -241,9 +278,14 @@ def gpu_count(ff: FleetFacts) -> list[Finding]:
     first = short[0]
     return [
         GPU_COUNT.finding(
-            title=f"{nodes_text([s[0] for s in short], len(ff.nodes))}: {first[1]} of {ff.expected_gpus} GPUs"
+            title=msg(
+                "{nodes}: {seen} of {expected} GPUs",
+                nodes=nodes_text([s[0] for s in short], len(ff.nodes)),
+                seen=first[1],
+                expected=ff.expected_gpus,
+            )
             if len(short) == 1
-            else f"{len(short)} nodes show fewer than {ff.expected_gpus} GPUs",
+            else msg("{n} nodes show fewer than {expected} GPUs", n=len(short), expected=ff.expected_gpus),
             tables=[Table(["Node", "GPUs (driver)", "Expected", "NVIDIA on PCI bus"], rows)],
             fix=[
                 fix(
@@ -278,9 +320,14 @@ def too_many_ranks(ff: FleetFacts) -> list[Finding]:
     rows = [[lab, str(p), str(g), ", ".join(str(i) for i in range(g, p))] for lab, p, g in short]
     return [
         TOO_MANY_RANKS.finding(
-            title=f"{label}: --nproc-per-node {nproc} exceeds the {plural(gpus, 'GPU')} this node shows"
+            title=msg(
+                "{nodes}: --nproc-per-node {nproc} exceeds the {gpus} this node shows",
+                nodes=label,
+                nproc=nproc,
+                gpus=msg_n("{n} GPU", "{n} GPUs", gpus, n=gpus),
+            )
             if len(short) == 1
-            else f"{len(short)} nodes run more ranks than the GPUs they show",
+            else msg("{n} nodes run more ranks than the GPUs they show", n=len(short)),
             tables=[Table(["Node", "Ranks", "GPUs visible", "Local ranks without a GPU"], rows)],
             fix=[
                 fix("start one rank per visible GPU", f"torchrun --nproc-per-node {least} …"),

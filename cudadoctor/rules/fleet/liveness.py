@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from cudadoctor.facts.fleet import FleetFacts
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.fleet.labels import S, nodes_text, ranks_text
 
@@ -84,8 +84,12 @@ def nodes_and_ranks(ff: FleetFacts) -> list[Finding]:
     if ff.expected_nodes is not None and ff.nodes and len(ff.nodes) < ff.expected_nodes:
         out.append(
             NODES_MISSING.finding(
-                title=f"{len(ff.nodes)} of {ff.expected_nodes} nodes joined: "
-                f"{nodes_text([n.label for n in ff.nodes], len(ff.nodes))}",
+                title=msg(
+                    "{n} of {expected} nodes joined: {nodes}",
+                    n=len(ff.nodes),
+                    expected=ff.expected_nodes,
+                    nodes=nodes_text([n.label for n in ff.nodes], len(ff.nodes)),
+                ),
                 fix=[
                     fix(
                         "find the nodes that are not in the list and look at their torchrun output; from a missing "
@@ -98,7 +102,7 @@ def nodes_and_ranks(ff: FleetFacts) -> list[Finding]:
     if ff.never_arrived:
         out.append(
             NEVER_ARRIVED.finding(
-                title=f"{ranks_text(ff, ff.never_arrived)} never arrived",
+                title=msg("{ranks} never arrived", ranks=ranks_text(ff, ff.never_arrived)),
                 fix=[
                     fix(
                         "run the node check by hand on that node; if it is healthy, give slow nodes longer",
@@ -132,12 +136,14 @@ def gloo_and_torch(ff: FleetFacts) -> list[Finding]:
         index = f" --index-url https://download.pytorch.org/whl/{variant}" if variant.startswith("cu") else ""
         out.append(
             MIXED_TORCH.finding(
-                title=f"Ranks run {len(counts)} torch versions: " + ", ".join(sorted(counts)),
+                title=msg(
+                    "Ranks run {n} torch versions: {versions}", n=len(counts), versions=", ".join(sorted(counts))
+                ),
                 severity=Severity.ERROR if broken else Severity.WARNING,
                 tables=[Table(["torch", "Ranks"], rows)],
                 fix=[
                     fix(
-                        f"install the fleet's most common torch ({common}) on the others",
+                        msg("install the fleet's most common torch ({version}) on the others", version=common),
                         f"python -m pip install 'torch=={base}'{index}",
                     )
                 ],
@@ -147,7 +153,10 @@ def gloo_and_torch(ff: FleetFacts) -> list[Finding]:
         rows = [[ranks_text(ff, [r]), e] for r, e in sorted(ff.gloo_errors.items())]
         out.append(
             GLOO_FAILED.finding(
-                title=f"The gloo process group failed on {plural(len(ff.gloo_errors), 'rank')}",
+                title=msg(
+                    "The gloo process group failed on {ranks}",
+                    ranks=msg_n("{n} rank", "{n} ranks", len(ff.gloo_errors), n=len(ff.gloo_errors)),
+                ),
                 tables=[Table(["Rank", "Error"], rows)],
                 cause=MIXED_TORCH.code if mixed else None,
                 fix=[
@@ -169,13 +178,18 @@ def hang_and_failures(ff: FleetFacts) -> list[Finding]:
     out: list[Finding] = []
     if ff.hang is not None:
         h = ff.hang
-        bound = f" within {h.seconds:g} s" if h.seconds else ""
+        bound = msg(" within {seconds} s", seconds=f"{h.seconds:g}") if h.seconds else ""
         late = {r: s for r, s in h.not_arrived.items()}
         if late:
             rows = [[ranks_text(ff, [r]), s or "never started"] for r, s in sorted(late.items())]
             out.append(
                 HANG.finding(
-                    title=f"{h.step} did not finish{bound}: {ranks_text(ff, late)} never arrived",
+                    title=msg(
+                        "{step} did not finish{bound}: {ranks} never arrived",
+                        step=h.step,
+                        bound=bound,
+                        ranks=ranks_text(ff, late),
+                    ),
                     tables=[Table(["Rank", "Last step reached"], rows)],
                     fix=[
                         fix(
@@ -190,8 +204,13 @@ def hang_and_failures(ff: FleetFacts) -> list[Finding]:
             nccl = ff.backend in ("nccl", None)
             out.append(
                 HANG.finding(
-                    title=f"{h.step} did not finish{bound}"
-                    + (": every rank reached it, so the collective itself hung" if h.seconds else ""),
+                    title=msg(
+                        "{step} did not finish{bound}: every rank reached it, so the collective itself hung"
+                        if h.seconds
+                        else "{step} did not finish",
+                        step=h.step,
+                        bound=bound,
+                    ),
                     fix=_hang_fix() if nccl else [],
                 )
             )
@@ -201,11 +220,14 @@ def hang_and_failures(ff: FleetFacts) -> list[Finding]:
         rows = [[ranks_text(ff, [r]), f"never reported back (last step: {s or 'unknown'})"] for r, s in dead.items()]
         rows += [[ranks_text(ff, [r]), e] for r, e in sorted(errors.items())]
         if dead:
-            title = f"{ranks_text(ff, dead)} died or hung" + (
-                f"; {plural(len(errors), 'other rank')} failed after it" if errors else ""
+            title = msg(
+                "{ranks} died or hung; {others} failed after it" if errors else "{ranks} died or hung",
+                ranks=ranks_text(ff, dead),
+                others=msg_n("{n} other rank", "{n} other ranks", len(errors), n=len(errors)),
             )
         else:
-            title = f"{ranks_text(ff, errors)} stopped with an error: {next(iter(errors.values()))}"
+            first = next(iter(errors.values()))
+            title = msg("{ranks} stopped with an error: {error}", ranks=ranks_text(ff, errors), error=first)
         out.append(
             RANK_FAILED.finding(
                 title=title,
@@ -220,7 +242,7 @@ def hang_and_failures(ff: FleetFacts) -> list[Finding]:
             )
         )
     if ff.child_error and ff.hang is None and not dead and not errors:
-        out.append(INCOMPLETE.finding(title=f"fleet could not finish: {ff.child_error}"))
+        out.append(INCOMPLETE.finding(title=msg("fleet could not finish: {error}", error=ff.child_error)))
     return out
 
 

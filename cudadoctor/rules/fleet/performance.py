@@ -11,9 +11,10 @@ from typing import Any
 from cudadoctor.facts.fleet import FleetFacts
 from cudadoctor.knowledge import gpu_perf
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.locale import N_
+from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.fleet.labels import S, nodes_text, ranks_text
+from cudadoctor.rules.fleet.labels import S, joined, nodes_text, ranks_text
 
 GPU_TABLE = entry(
     "CD820",
@@ -171,14 +172,18 @@ def outliers(values: dict[Any, float], share: float = OUTLIER_SHARE) -> list[Any
 
 
 _METRICS: tuple[tuple[str, str, str, Callable[[gpu_perf.Expected], float | None]], ...] = (
-    ("gemm_tflops", "bf16 GEMM", "TFLOP/s", lambda e: e.tflops),
-    ("memory_gbps", "memory", "GB/s", lambda e: e.memory_gbps),
-    ("h2d_gbps", "pinned H2D", "GB/s", lambda e: e.h2d_gbps),
+    ("gemm_tflops", msg("bf16 GEMM"), "TFLOP/s", lambda e: e.tflops),
+    ("memory_gbps", msg("memory"), "GB/s", lambda e: e.memory_gbps),
+    ("h2d_gbps", msg("pinned H2D"), "GB/s", lambda e: e.h2d_gbps),
 )
 
 
 def _gpu_label(ff: FleetFacts, g: Any) -> str:
-    return f"{ff.label(g.node_rank)} GPU {g.device} (rank {g.rank})"
+    return msg("{node} GPU {device} (rank {rank})", node=ff.label(g.node_rank), device=g.device, rank=g.rank)
+
+
+def _gpus_text(ff: FleetFacts, gpus: list[Any]) -> str:
+    return joined([_gpu_label(ff, g) for g in gpus])
 
 
 def phase1(ff: FleetFacts) -> list[Finding]:
@@ -191,11 +196,15 @@ def phase1(ff: FleetFacts) -> list[Finding]:
     if skipped:
         out.append(
             GPU_SKIPPED.finding(
-                title=f"GPU measurements skipped on {plural(len(skipped), 'rank')}: {skipped[0].skipped}",
+                title=msg(
+                    "GPU measurements skipped on {ranks}: {reason}",
+                    ranks=msg_n("{n} rank", "{n} ranks", len(skipped), n=len(skipped)),
+                    reason=skipped[0].skipped,
+                ),
             )
         )
     for g in failed:
-        out.append(GPU_FAILED.finding(title=f"{_gpu_label(ff, g)}: {g.error}"))
+        out.append(GPU_FAILED.finding(title=msg("{gpu}: {error}", gpu=_gpu_label(ff, g), error=g.error)))
     if not measured:
         return out
     exp = _expected(ff)
@@ -210,8 +219,10 @@ def phase1(ff: FleetFacts) -> list[Finding]:
     rows.append(["", "", "expected at least", fmt(exp.tflops), fmt(exp.memory_gbps), fmt(exp.h2d_gbps)])
     out.append(
         GPU_TABLE.finding(
-            title=f"{plural(len(measured), 'GPU')} measured",
-            why=GPU_TABLE.explanation + (f" Expected figures: {exp.source}" if exp.source else ""),
+            title=msg("{gpus} measured", gpus=msg_n("{n} GPU", "{n} GPUs", len(measured), n=len(measured))),
+            why=msg("{page} Expected figures: {source}", page=msg(GPU_TABLE.explanation), source=exp.source)
+            if exp.source
+            else GPU_TABLE.explanation,
             tables=[Table(["Node", "GPU", "Name", "TFLOP/s", "Memory GB/s", "H2D GB/s"], rows)],
         )
     )
@@ -223,9 +234,14 @@ def phase1(ff: FleetFacts) -> list[Finding]:
             gs = [g for g in measured if g.rank in slow]
             out.append(
                 GPU_OUTLIER.finding(
-                    title=f"{what} on {', '.join(_gpu_label(ff, g) for g in gs)}: "
-                    + ", ".join(f"{values[g.rank]:,.1f}" for g in gs)
-                    + f" {unit} vs the fleet's median {median:,.1f}",
+                    title=msg(
+                        "{what} on {gpus}: {values} {unit} vs the fleet's median {median}",
+                        what=what,
+                        gpus=_gpus_text(ff, gs),
+                        values=", ".join(f"{values[g.rank]:,.1f}" for g in gs),
+                        unit=unit,
+                        median=f"{median:,.1f}",
+                    ),
                     fix=_slow_gpu_fix(),
                 )
             )
@@ -238,18 +254,26 @@ def phase1(ff: FleetFacts) -> list[Finding]:
                 everyone = len(low) == len(measured)
                 out.append(
                     GPU_LOW.finding(
-                        title=(
-                            f"Every GPU's {what}"
+                        title=msg(
+                            "Every GPU's {what} is below {floor} {unit} (lowest {lowest})"
                             if everyone
-                            else f"{what} on {', '.join(_gpu_label(ff, g) for g in low)}"
-                        )
-                        + f" is below {floor:,.0f} {unit}"
-                        + (f" (lowest {min(getattr(g, attr) for g in low):,.1f})" if low else ""),
-                        why=GPU_LOW.explanation + f" Source: {exp.source}",
+                            else "{what} on {gpus} is below {floor} {unit} (lowest {lowest})",
+                            what=what,
+                            gpus=_gpus_text(ff, low),
+                            floor=f"{floor:,.0f}",
+                            unit=unit,
+                            lowest=f"{min(getattr(g, attr) for g in low):,.1f}",
+                        ),
+                        why=_with_source(GPU_LOW.explanation, exp.source),
                         fix=_slow_gpu_fix(),
                     )
                 )
     return out
+
+
+def _with_source(page: str, source: str) -> str:
+    """A catalogue page with where this run's expected figure comes from."""
+    return msg("{page} Source: {source}", page=msg(page), source=source)
 
 
 def _slow_gpu_fix() -> list[Fix]:
@@ -278,13 +302,13 @@ def phase2(ff: FleetFacts) -> list[Finding]:
     sizes = sorted({a.size for a in node_runs + world_runs})
     node_ids = sorted({a.nodes[0] for a in node_runs})
     many = len(node_ids) > 3
-    cols = ["Size"]
+    cols = [N_("Size")]
     if many:
-        cols += ["nodes min", "nodes median"]
+        cols += [N_("nodes min"), N_("nodes median")]
     else:
         cols += [ff.label(n) for n in node_ids]
     if world_runs:
-        cols.append(f"all {len(ff.nodes)} nodes")
+        cols.append(msg("all {n} nodes", n=len(ff.nodes)))
     rows = []
     for size in sizes:
         row = [format_size(size)]
@@ -301,10 +325,16 @@ def phase2(ff: FleetFacts) -> list[Finding]:
     ranks_per_node = max((a.ranks for a in node_runs), default=0)
     out.append(
         BUSBW.finding(
-            title=f"All-reduce bus bandwidth (GB/s) over {ff.backend or 'NCCL'}, "
-            + (f"{format_size(sizes[0])} to {format_size(biggest)}" if len(sizes) > 1 else f"at {format_size(biggest)}")
+            title=msg(
+                "All-reduce bus bandwidth (GB/s) over {backend}, {smallest} to {biggest}"
+                if len(sizes) > 1
+                else "All-reduce bus bandwidth (GB/s) over {backend}, at {biggest}",
+                backend=ff.backend or "NCCL",
+                smallest=format_size(sizes[0]),
+                biggest=format_size(biggest),
+            )
             if sizes
-            else "All-reduce bus bandwidth",
+            else BUSBW.summary,
             tables=[Table(cols, rows)],
         )
     )
@@ -318,10 +348,14 @@ def phase2(ff: FleetFacts) -> list[Finding]:
             if low:
                 out.append(
                     BUSBW_LOW.finding(
-                        title=f"Inside-node all-reduce at {format_size(biggest)} on "
-                        f"{nodes_text([ff.label(n) for n in low], len(top))}: "
-                        f"{min(top[n] for n in low):.0f} GB/s, below {exp.node_busbw:.0f}",
-                        why=BUSBW_LOW.explanation + f" Source: {exp.source}",
+                        title=msg(
+                            "Inside-node all-reduce at {size} on {nodes}: {gbps} GB/s, below {need}",
+                            size=format_size(biggest),
+                            nodes=nodes_text([ff.label(n) for n in low], len(top)),
+                            gbps=f"{min(top[n] for n in low):.0f}",
+                            need=f"{exp.node_busbw:.0f}",
+                        ),
+                        why=_with_source(BUSBW_LOW.explanation, exp.source),
                         fix=_busbw_fix(inside=True),
                     )
                 )
@@ -329,9 +363,12 @@ def phase2(ff: FleetFacts) -> list[Finding]:
         if slow_nodes:
             out.append(
                 NODE_BUSBW_OUTLIER.finding(
-                    title=f"{nodes_text([ff.label(n) for n in slow_nodes], len(top))}: inside-node all-reduce "
-                    f"{', '.join(f'{top[n]:.0f}' for n in slow_nodes)} GB/s vs the median "
-                    f"{statistics.median(top.values()):.0f}",
+                    title=msg(
+                        "{nodes}: inside-node all-reduce {values} GB/s vs the median {median}",
+                        nodes=nodes_text([ff.label(n) for n in slow_nodes], len(top)),
+                        values=", ".join(f"{top[n]:.0f}" for n in slow_nodes),
+                        median=f"{statistics.median(top.values()):.0f}",
+                    ),
                     fix=_busbw_fix(inside=True),
                 )
             )
@@ -339,8 +376,13 @@ def phase2(ff: FleetFacts) -> list[Finding]:
         if exp.world_busbw is not None and w is not None and w.busbw < exp.world_busbw:
             out.append(
                 BUSBW_LOW.finding(
-                    title=f"All-reduce across {plural(len(ff.nodes), 'node')} at {format_size(biggest)}: "
-                    f"{w.busbw:.0f} GB/s, below {exp.world_busbw:.0f}",
+                    title=msg(
+                        "All-reduce across {nodes} at {size}: {gbps} GB/s, below {need}",
+                        nodes=msg_n("{n} node", "{n} nodes", len(ff.nodes), n=len(ff.nodes)),
+                        size=format_size(biggest),
+                        gbps=f"{w.busbw:.0f}",
+                        need=f"{exp.world_busbw:.0f}",
+                    ),
                     fix=_busbw_fix(inside=False),
                 )
             )
@@ -389,8 +431,11 @@ def _pairs(ff: FleetFacts) -> list[Finding]:
         return []
     return [
         BAD_PAIR.finding(
-            title=f"{nodes_text([ff.label(n) for n in bad], len(ff.nodes))}: slow in every pair "
-            f"(best pair {best:.0f} GB/s)",
+            title=msg(
+                "{nodes}: slow in every pair (best pair {gbps} GB/s)",
+                nodes=nodes_text([ff.label(n) for n in bad], len(ff.nodes)),
+                gbps=f"{best:.0f}",
+            ),
             tables=[Table(["Pair", "busbw GB/s"], rows)],
             fix=_busbw_fix(inside=False),
         )
@@ -429,8 +474,12 @@ def _stragglers(ff: FleetFacts) -> list[Finding]:
     rows = [[ranks_text(ff, [r]), f"{late[r] * 1e3:.1f}"] for r in sorted(late, key=lambda r: -late[r])[:8]]
     return [
         STRAGGLER.finding(
-            title=f"{ranks_text(ff, flagged)} arrive {', '.join(f'{late[r] * 1e3:.0f}' for r in flagged)} ms late "
-            f"at each collective (step {step * 1e3:.1f} ms)",
+            title=msg(
+                "{ranks} arrive {late} ms late at each collective (step {step} ms)",
+                ranks=ranks_text(ff, flagged),
+                late=", ".join(f"{late[r] * 1e3:.0f}" for r in flagged),
+                step=f"{step * 1e3:.1f}",
+            ),
             tables=[Table(["Rank", "Median lateness (ms)"], rows)],
             fix=[
                 fix(

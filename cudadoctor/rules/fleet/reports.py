@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudadoctor.facts.fleet import FleetFacts
-from cudadoctor.model import Finding, Severity, Table
+from cudadoctor.model import Finding, Message, Severity, Table, msg
 from cudadoctor.rules.catalogue import entry
 from cudadoctor.rules.fleet.labels import S, nodes_text
 
@@ -34,7 +34,7 @@ def node_reports(ff: FleetFacts) -> tuple[list[Finding], dict[int, list[Finding]
         reasons = [[n.label, n.report_error or "no report arrived"] for n in missing]
         out.append(
             NODE_REPORT.finding(
-                title=f"No check report from {nodes_text([n.label for n in missing], len(ff.nodes))}",
+                title=msg("No check report from {nodes}", nodes=nodes_text([n.label for n in missing], len(ff.nodes))),
                 tables=[Table(["Node", "Why"], reasons)],
             )
         )
@@ -57,7 +57,11 @@ def node_reports(ff: FleetFacts) -> tuple[list[Finding], dict[int, list[Finding]
                 code=f.code,
                 severity=f.severity,
                 section=f.section,
-                title=f"{f.title} [{where}]",
+                # a node's title that is not a template yet keeps the legacy translation of the whole text
+                # (locale/titles.py matches "{title} [{where}]"): an argument that is a plain str is not translated
+                title=msg("{title} [{where}]", title=f.title, where=where)
+                if isinstance(f.title, Message)
+                else f"{f.title} [{where}]",
                 why=f.why,
                 fix=f.fix,
                 docs=f.docs,
