@@ -8,11 +8,13 @@ from cudadoctor.advice.install import (
     advise,
     arch_reason,
     cpu_install,
+    cudnn_reinstall,
     driver_upgrade_fix,
     driver_view,
     environment_unknowns,
     externally_managed,
     gpu_capabilities,
+    torch_reinstall,
 )
 from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.knowledge import wheels
@@ -363,7 +365,8 @@ def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
     if _gpus_present(f):
         advice = advise(f)
         why = CPU_ONLY.explanation
-        note = wheels.platform_note(f.system.os, f.system.machine) if f.system is not None else None
+        variant = advice.variant.name if advice.variant else None  # the note names the fix's index
+        note = wheels.platform_note(f.system.os, f.system.machine, variant=variant) if f.system else None
         if note:
             why += " " + note
         return [
@@ -536,16 +539,8 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
 def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
     if t.cuda_built and t.is_available and t.cudnn_present is False and not t.cudnn_error:
-        # the same torch again, from its own index: without its version and CUDA there is no such line
-        again = (
-            [
-                f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
-                f"--no-deps torch=={t.version.split('+')[0]} --index-url "
-                f"{wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda))}"
-            ]
-            if t.version and t.cuda
-            else []
-        )
+        # the same torch again, from its own index, in the environment's installer (advice/install.py)
+        again = torch_reinstall(f)
         out.append(
             CUDNN_PROBLEM.finding(
                 title=f"{_name(t)} finds no cuDNN",
@@ -553,6 +548,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
             )
         )
     if t.cudnn_error:
+        reinstall = cudnn_reinstall(f)  # in the environment's installer: a uv venv has no pip
         out.append(
             CUDNN_PROBLEM.finding(
                 title=f"cuDNN: {t.cudnn_error}",
@@ -562,11 +558,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
                         "echo $LD_LIBRARY_PATH",
                         "unset LD_LIBRARY_PATH",
                     ),
-                    fix(
-                        "Reinstall the wheel's cuDNN",
-                        f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
-                        "--no-deps $(pip list 2>/dev/null | grep -o '^nvidia-cudnn-cu[0-9]*')",
-                    ),
+                    *([fix("Reinstall the wheel's cuDNN", *reinstall)] if reinstall else []),
                 ],
             )
         )
