@@ -464,6 +464,16 @@ def driver_upgrade_fix(f: Facts, need: str) -> tuple[Message, list[str]]:
     Windows driver (also for WSL, which uses it), or NVIDIA's download page. In a container the driver is
     the host's: the label says so."""
     container = f.system is not None and f.system.in_container
+    windows = f.system is not None and f.system.os == "Windows"
+    limit, within = gpu_branch_limit(f), _within_branch(f, need, windows)
+    if within is None and limit is not None:
+        # no driver that drives these GPUs runs what `need` runs: say so, never offer a newer branch
+        return msg(
+            "No NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}",
+            branch=limit,
+            need=need,
+        ), []
+    need = within or need
     label, cmds = _driver_upgrade(f, need, lower=container)
     if container:
         label = msg("On the host (not in this container): {action}", action=label)
@@ -599,13 +609,15 @@ def uv_auto_differs(f: Facts, v: wheels.Variant) -> Message | None:
     )
 
 
-def _capped(upgrade: str | None, f: Facts, windows: bool, cuda: tuple[int, int]) -> str | None:
-    """A driver upgrade no newer than the last branch that drives these GPUs (Kepler: 470; Maxwell, Pascal,
-    Volta: 580): minor-version compatibility's floor where the full minimum is past it, else none."""
+def _within_branch(f: Facts, need: str, windows: bool) -> str | None:
+    """`need`, or a driver no newer than the last branch that drives these GPUs (Kepler: 470; Maxwell,
+    Pascal, Volta: 580) that runs the same CUDA: the floor of minor-version compatibility for its major. None
+    where even that is past the branch."""
     limit = gpu_branch_limit(f)
-    if upgrade is None or limit is None or int(upgrade.split(".")[0]) <= limit:
-        return upgrade
-    floor = major_floor(cuda[0], windows)
+    if limit is None or int(need.split(".")[0]) <= limit:
+        return need
+    cuda = max_cuda_for_driver(need, windows)
+    floor = major_floor(cuda[0], windows) if cuda else None
     return floor if floor and int(floor.split(".")[0]) <= limit else None
 
 
@@ -633,7 +645,7 @@ def advise(f: Facts) -> Advice:
         target = max(arch_ok, key=lambda v: v.cuda)
         if drv.runs(target.cuda) is None:
             upgrade = full_minimum(*target.cuda, windows=drv.windows) or major_floor(target.cuda[0], drv.windows)
-            upgrade = _capped(upgrade, f, drv.windows, target.cuda)
+            upgrade = _within_branch(f, upgrade, drv.windows) if upgrade else None
     for cubin in (True, False):
         for rel in [release, *newer, *older]:
             fitting = [(v, c) for v in wheels.variants(rel, machine) if (c := _fits(v, drv, ccs, cubin))]
