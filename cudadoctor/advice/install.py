@@ -11,7 +11,7 @@ from cudadoctor.knowledge import companions, driver_install, wheels
 from cudadoctor.knowledge.architectures import arch_name, last_driver_branch, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
-from cudadoctor.model import Message, msg
+from cudadoctor.model import Fix, Message, msg
 
 
 @dataclass
@@ -76,6 +76,7 @@ class Advice:
     unknown: list[str] = field(default_factory=list)  # what it needs and the facts do not say: then no commands
     driver_upgrade: str | None = None  # "580.65.06" when a newer driver would allow a newer variant
     upgrade_label: str | None = None  # how to get that driver on this OS (a Message)
+    upgrade_action: str | None = None  # the same, in lower case, to follow "Or " (a Message)
     upgrade_commands: list[str] = field(default_factory=list)
     snippet: list[str] = field(default_factory=list)  # lines to add to a project file (uv project)
     snippet_file: str | None = None
@@ -459,7 +460,7 @@ def gpu_reasons(f: Facts, release: str | None = None) -> list[Message]:
     return out
 
 
-def driver_upgrade_fix(f: Facts, need: str) -> tuple[Message, list[str]]:
+def driver_upgrade_fix(f: Facts, need: str, lower: bool = False) -> tuple[Message, list[str]]:
     """(label, commands) to get driver `need` or newer on this OS: a package for the distribution, the
     Windows driver (also for WSL, which uses it), or NVIDIA's download page. In a container the driver is
     the host's: the label says so."""
@@ -469,14 +470,21 @@ def driver_upgrade_fix(f: Facts, need: str) -> tuple[Message, list[str]]:
     if within is None and limit is not None:
         # no driver that drives these GPUs runs what `need` runs: say so, never offer a newer branch
         return msg(
-            "No NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}",
+            "no NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}"
+            if lower
+            else "No NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}",
             branch=limit,
             need=need,
         ), []
     need = within or need
-    label, cmds = _driver_upgrade(f, need, lower=container)
+    label, cmds = _driver_upgrade(f, need, lower=container or lower)
     if container:
-        label = msg("On the host (not in this container): {action}", action=label)
+        label = msg(
+            "on the host (not in this container): {action}"
+            if lower
+            else "On the host (not in this container): {action}",
+            action=label,
+        )
     return label, cmds
 
 
@@ -533,12 +541,12 @@ def unknown_inputs(f: Facts) -> list[str]:
     missing = []
     s = f.system
     if s is None or not s.os or not s.machine:
-        missing.append("the OS and CPU architecture")
+        missing.append(msg("the OS and CPU architecture"))
     drv = driver_view(f)
     if drv.cuda is None or drv.version is None:
-        missing.append("the NVIDIA driver's version")
+        missing.append(msg("the NVIDIA driver's version"))
     if not _capabilities_known(f):
-        missing.append("each GPU's compute capability")
+        missing.append(msg("each GPU's compute capability"))
     return missing + environment_unknowns(f)
 
 
@@ -556,17 +564,17 @@ def environment_unknowns(f: Facts) -> list[str]:
     """What a command for the target environment needs: the interpreter's torch and what manages it."""
     t = f.torch
     if t is None:
-        return ["the target Python environment"]
+        return [msg("the target Python environment")]
     missing = []
     if t.installed is None or (t.installed and not t.version):
-        missing.append("the installed torch version")
+        missing.append(msg("the installed torch version"))
     m = manager(f)
     if m is None or not m.prefix:
-        return [*missing, "which installer manages the environment"]
+        return [*missing, msg("which installer manages the environment")]
     if m.kind == "uv" and m.uv_project is None:
-        missing.append("whether the venv belongs to a uv project")
+        missing.append(msg("whether the venv belongs to a uv project"))
     if _pep668_unknown(f):
-        missing.append("whether pip may install into this Python")
+        missing.append(msg("whether pip may install into this Python"))
     return missing
 
 
@@ -685,6 +693,7 @@ def advise(f: Facts) -> Advice:
                 advice.note = parts([conda, *reasons])
             if advice.driver_upgrade:
                 advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, advice.driver_upgrade)
+                advice.upgrade_action = driver_upgrade_fix(f, advice.driver_upgrade, lower=True)[0]
             m = manager(f)
             if installer(f) == "uv-project" and m is not None and m.project:
                 names = ["torch"] + [p for p in ("torchvision", "torchaudio") if f.torch and getattr(f.torch, p)]
@@ -701,4 +710,49 @@ def advise(f: Facts) -> Advice:
     )
     if upgrade:
         advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, upgrade)
+        advice.upgrade_action = driver_upgrade_fix(f, upgrade, lower=True)[0]
     return advice
+
+
+PREVIOUS_VERSIONS = "https://pytorch.org/get-started/previous-versions/"
+
+
+def advice_fixes(advice: Advice, label: str) -> list[Fix]:
+    """The fixes an advice gives, labelled as templates so that they show translated: the install (after
+    the uv project's lines), a driver upgrade that allows newer builds, or why there is no command. `label`:
+    the caller's words for the install; a plain literal is looked up in the catalogue as it is."""
+    what = label if isinstance(label, Message) else msg(label)
+    out = []
+    if advice.snippet:
+        where = advice.snippet_file or "pyproject.toml"
+        when = msg("{label} ({note}): add to {where}", label=what, note=advice.note, where=where)
+        out.append(Fix(when=when, commands=list(advice.snippet), lang="toml"))
+        what = msg("Then sync the project")
+    if advice.commands:
+        out.append(
+            Fix(
+                when=what if advice.snippet else msg("{label} ({note})", label=what, note=advice.note),
+                commands=list(advice.commands),
+            )
+        )
+    if advice.driver_upgrade:
+        action = advice.upgrade_action or msg("upgrade the NVIDIA driver")
+        out.append(
+            Fix(when=msg("Or {action}, then keep newer builds", action=action), commands=list(advice.upgrade_commands))
+        )
+    if not out and advice.unknown:
+        # no command rather than a guess: `check` with every probe learns what is missing
+        out.append(Fix(when=not_known(what, advice.unknown)))
+    elif not out:
+        out.append(Fix(when=msg("{note}: see {url}", note=advice.note, url=PREVIOUS_VERSIONS)))
+    return out
+
+
+def not_known(label: str, unknown: list[str]) -> Message:
+    """A fix label without a command: what it depends on is not known."""
+    what = label if isinstance(label, Message) else msg(label)
+    return msg(
+        "{label}: which build fits is not known ({unknown}); run every check to see it",
+        label=what,
+        unknown=parts([u if isinstance(u, Message) else msg(u) for u in unknown]),
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge import free_threaded
-from cudadoctor.model import Finding, Message, Severity, msg, msg_n
+from cudadoctor.model import Finding, Message, Severity, msg
 from cudadoctor.rules.catalogue import entry, fix
 
 FREE_THREADED = entry(
@@ -19,8 +19,8 @@ FREE_THREADED = entry(
     (cp313t, cp314t) or for any Python (py3-none): a wheel for the regular ABI or the limited API (abi3)
     does not fit. For a package without such a wheel, pip and uv build it from its source on every install
     or upgrade, which needs a C++ compiler and often the CUDA toolkit, and fails without them; a package
-    built that way may also turn the GIL back on when it is imported. Each row says what the package's own
-    tracker says; packages not listed are not known either way.""",
+    built that way may also turn the GIL back on when it is imported. Each package named here comes with
+    what its own tracker says; a package not named is not known either way.""",
 )
 
 
@@ -45,13 +45,7 @@ def evaluate(f: Facts) -> list[Finding]:
     )
     return [
         FREE_THREADED.finding(
-            title=msg_n(
-                "{n} installed package has no build for free-threaded Python: {names}",
-                "{n} installed packages have no build for free-threaded Python: {names}",
-                len(missing),
-                n=len(missing),
-                names=names,
-            ),
+            title=msg("No build for free-threaded Python: {names}", names=names),
             why=msg("{page} {rows}", page=msg(FREE_THREADED.explanation), rows=sentences(rows)),
             fix=[fix(label)],
         )

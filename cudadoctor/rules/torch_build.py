@@ -5,6 +5,7 @@ from __future__ import annotations
 from cudadoctor.advice import shell
 from cudadoctor.advice.install import (
     Advice,
+    advice_fixes,
     advise,
     arch_reason,
     cpu_install,
@@ -14,6 +15,7 @@ from cudadoctor.advice.install import (
     environment_unknowns,
     externally_managed,
     gpu_capabilities,
+    not_known,
     torch_reinstall,
 )
 from cudadoctor.facts import Facts, TorchFacts
@@ -205,39 +207,14 @@ def _install_fix(f: Facts, t: TorchFacts) -> list[Fix]:
         return _advice_fix(advise(f), label)[:1]
     cmds = cpu_install(f)
     if not cmds:
-        unknown = "; ".join(environment_unknowns(f))
-        return [fix(f"{label}: which build fits is not known ({unknown}); run every check to see it")]
+        return [Fix(when=not_known(label, environment_unknowns(f)))]
     if externally_managed(f):
         label += f" ({t.python_executable} is externally managed (PEP 668): pip installs into a new venv)"
     return [fix(label, *cmds)]
 
 
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
 def _advice_fix(advice: Advice, label: str) -> list[Fix]:
-    out = []
-    if advice.snippet:
-        where = advice.snippet_file or "pyproject.toml"
-        out.append(fix(f"{label} ({advice.note}): add to {where}", *advice.snippet, lang="toml"))
-        label = "Then sync the project"
-    if advice.commands:
-        out.append(fix(f"{label} ({advice.note})" if not advice.snippet else label, *advice.commands))
-    if advice.driver_upgrade:
-        out.append(
-            fix(
-                f"Or {_lower_first(advice.upgrade_label or 'Upgrade the NVIDIA driver')}, then keep newer builds",
-                *advice.upgrade_commands,
-            )
-        )
-    if not out and advice.unknown:
-        # no command rather than a guess: `check` with every probe learns what is missing
-        unknown = "; ".join(advice.unknown)
-        out.append(fix(f"{label}: which build fits is not known ({unknown}); run every check to see it"))
-    elif not out:
-        out.append(fix(f"{advice.note}: see https://pytorch.org/get-started/previous-versions/"))
-    return out
+    return advice_fixes(advice, label)  # templates built where the advice is (advice/install.py)
 
 
 _NO_DRIVER_TO_HANG = (
@@ -430,7 +407,7 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
                 DRIVER_TOO_OLD.finding(
                     title=f"{_name(t)} needs CUDA {t.cuda}; {named('driver', drv.version)} supports CUDA up to {have}",
                     fix=[
-                        fix(f"{label}: CUDA {t.cuda}", *upgrade),
+                        fix(msg("{action}: CUDA {cuda}", action=label, cuda=t.cuda), *upgrade),
                         *_advice_fix(advice, "Or install the build this driver runs")[:1],
                     ],
                 )
@@ -521,7 +498,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
                 GPU_TOO_OLD.finding(
                     title=f"{label} is older than every current torch build",
                     why=why,
-                    fix=_advice_fix(advise(f), f"Install torch {last}"),
+                    fix=_advice_fix(advise(f), msg("Install torch {release}", release=last)),
                 )
             )
         else:

@@ -60,7 +60,7 @@ def test_a_free_threaded_python_names_the_companions_without_wheels_for_it(run_c
     facts = free_threaded_machine(torchao="0.14.1", torchvision="0.29.0", bitsandbytes="0.48.2")
     f = finding(check(run_cli, tmp_path, facts), "CD230")
     assert f["severity"] == "info"
-    assert f["title"] == "1 installed package has no build for free-threaded Python: torchao"
+    assert f["title"] == "No build for free-threaded Python: torchao"
     assert (
         "torchao 0.14.1: no cp313t wheel on the CUDA index (0.14.1) (https://github.com/pytorch/ao/issues/3243)."
         in f["why"]
