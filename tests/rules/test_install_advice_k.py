@@ -236,3 +236,88 @@ def test_an_old_driver_on_a_kepler_gpu_is_never_upgraded_to_the_580_branch(run_c
     report = check(run_cli, tmp_path, facts)
     upgrade = [x for f in report["findings"] for x in f["fix"] if x["when"].startswith("Upgrade the driver")]
     assert upgrade and upgrade[0]["commands"] == ["xdg-open https://www.nvidia.com/Download/index.aspx"]
+
+
+# --- the texts are templates, shown in Chinese ---------------------------------------------------------------
+
+
+def _english_left():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("message_coverage", ROOT / "tools" / "message_coverage.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.english_left
+
+
+def advice_machines() -> list[Facts]:
+    """Machines whose fixes come from advice/install.py: a note, a GPU's reason, uv's pick, a driver
+    upgrade capped at the GPU's branch, conda, Windows, aarch64, and no command while inputs are unknown."""
+    p1080 = [gpu(0, "NVIDIA GeForce GTX 1080 Ti", "6.1", total_gib=11)]
+    k80 = [gpu(0, "Tesla K80", "3.7", total_gib=12)]
+    gh200 = [gpu(0, "NVIDIA GH200 480GB", "9.0", total_gib=96)]
+    rtx5090 = [gpu(0, "NVIDIA GeForce RTX 5090", "12.0", total_gib=32)]
+    v100 = [gpu(0, "Tesla V100-SXM2-32GB", "7.0", total_gib=32)]
+    conda = LibraryFacts(manager=EnvironmentManager(kind="conda", prefix="/opt/conda", torch_installer="conda"))
+    cases = [
+        (p1080, "580.95.05", 13000, torch_cuda("2.13.0+cu130", "13.0", CU13X, p1080, libraries=uv_venv()), {}),
+        (k80, "470.256.02", 11040, torch_cuda("2.13.0+cu126", "12.6", CU126, k80, available=False), {}),
+        (k80, "418.87.00", 10010, torch_cuda("2.7.0+cu118", "11.8", "3.7 " + CU126, k80, available=False), {}),
+        (gh200, "580.95.05", 13000, torch_cpu("2.13.0"), {"machine": "aarch64"}),
+        (gh200, "580.95.05", 13000, torch_cpu("2.13.0", libraries=conda), {}),
+        (rtx5090, "570.86.10", 12080, torch_cuda("2.13.0+cu126", "12.6", CU126, rtx5090), {"in_container": True}),
+        (
+            v100,
+            "470.82.01",
+            11040,
+            torch_cuda("2.13.0+cu126", "12.6", CU126, v100, available=False),
+            {"os_id": "rocky"},
+        ),
+        (rtx5090, "580.95.05", 13000, torch_cpu("2.13.0+cpu", libraries=LibraryFacts()), {"os": "Windows"}),
+    ]
+    out = []
+    for devices, driver, cuda, torch, system in cases:
+        facts = healthy(devices, driver=driver, cuda=cuda, **system)
+        facts.torch = torch
+        out.append(facts)
+    return out
+
+
+def test_advice_and_free_threading_texts_are_templates_with_no_english_left_in_chinese():
+    from cudadoctor import locale as i18n
+    from cudadoctor.model import Message
+    from cudadoctor.render.localize import finding as localized
+    from cudadoctor.rules import evaluate
+    from cudadoctor.rules.examples import _examples
+
+    english_left = _english_left()
+    findings = [x for facts in advice_machines() for x in evaluate(facts, [])]
+    findings += [x for _codes, run in _examples().pending for x in run() if x.code == "CD230"]
+    assert any(x.code == "CD230" for x in findings)
+    advice_labels = 0
+    try:
+        for x in findings:
+            with i18n.use("zh_CN"):
+                zh = localized(x)
+            labels = [(a.when, b.when) for a, b in zip(x.fix, zh.fix, strict=True)]
+            if x.code == "CD230":
+                for english, chinese in [(x.title, zh.title), (x.why, zh.why), *labels]:
+                    assert isinstance(english, Message), english
+                    assert english_left(chinese) == [], (english, chinese)
+            for english, chinese in labels:
+                if "(torch " in english or "NVIDIA driver" in english:  # built by advice/install.py
+                    assert isinstance(english, Message), english
+                    assert english_left(chinese) == [], (x.code, english, chinese)
+                    advice_labels += 1
+    finally:
+        i18n.set_language("en")
+    assert advice_labels >= 4
+
+
+def test_check_in_chinese_names_the_free_threaded_companions(run_cli, tmp_path):
+    facts = free_threaded_machine(torchao="0.14.1")
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"tool": "cudadoctor", "schema_version": 2, "facts": to_jsonable(facts)}))
+    r = run_cli("check", "--from", str(report), "--lang", "zh_CN", env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert "没有适用于自由线程 Python 的构建：torchao" in r.stdout, r.stdout
