@@ -11,6 +11,7 @@ from cudadoctor.knowledge import companions, driver_install, wheels
 from cudadoctor.knowledge.architectures import arch_name, last_driver_branch, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
+from cudadoctor.model import Fix, Message, msg
 
 
 @dataclass
@@ -71,10 +72,11 @@ class Advice:
     variant: wheels.Variant | None
     version: str | None  # the torch version to install
     commands: list[str] = field(default_factory=list)
-    note: str = ""  # why this one, or why none fits
+    note: str = ""  # why this one, or why none fits: a Message (a template), so it is shown translated
     unknown: list[str] = field(default_factory=list)  # what it needs and the facts do not say: then no commands
     driver_upgrade: str | None = None  # "580.65.06" when a newer driver would allow a newer variant
-    upgrade_label: str | None = None  # how to get that driver on this OS
+    upgrade_label: str | None = None  # how to get that driver on this OS (a Message)
+    upgrade_action: str | None = None  # the same, in lower case, to follow "Or " (a Message)
     upgrade_commands: list[str] = field(default_factory=list)
     snippet: list[str] = field(default_factory=list)  # lines to add to a project file (uv project)
     snippet_file: str | None = None
@@ -112,13 +114,16 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
     if kind == "conda":
         return conda_forge_commands(f, variant)
     if kind == "pixi":
-        # pixi resolves CPU builds unless the manifest declares the CUDA the system has (pixi PyTorch docs)
+        # pixi resolves CPU builds unless the workspace declares the CUDA the system has. `[system-requirements]`
+        # is deprecated: the CUDA goes on the platform itself, and `platform edit` turns the bare subdir into
+        # { platform = "linux-64", cuda = "12.8" } in place, so every solve of it sees CUDA (pixi
+        # docs/workspace/system_requirements.md "CLI migration"; pixi_manifest platform.rs apply_edit, #6178)
         manifest = f" --manifest-path {shell.word(m.manifest)}" if m and m.manifest else ""
         deps = " ".join(["pytorch-gpu"] + [n for n in names[1:]])
         have = driver_view(f).cuda
         system_cuda = f"{have[0]}.{have[1]}" if have else str(variant.cuda[0])
         return [
-            f"pixi workspace system-requirements add cuda {system_cuda}{manifest}",
+            f"pixi workspace platform edit {conda_subdir(f)} --cuda {system_cuda}{manifest}",
             f'pixi add{manifest} {deps} "{conda_cuda_spec(f, variant)}"',
         ]
     if kind == "poetry" and m is not None and m.project:
@@ -144,6 +149,14 @@ def install_commands(version: str, variant: wheels.Variant, f: Facts) -> list[st
         cmds.append(f"{pip} uninstall -y {' '.join(names)}")
     cmds.append(f"{pip} install {' '.join(pkgs)} --index-url {variant.index_url}")
     return cmds
+
+
+def conda_subdir(f: Facts) -> str:
+    """The conda subdir of this machine (a pixi workspace platform's name): linux-64, linux-aarch64, win-64."""
+    s = f.system
+    if s is not None and s.os == "Windows":
+        return "win-64"
+    return "linux-aarch64" if s is not None and s.machine in ("aarch64", "arm64") else "linux-64"
 
 
 # Where the install goes when the target Python is externally managed (PEP 668): a venv made from it.
@@ -266,6 +279,38 @@ def reinstall_clean(f: Facts) -> list[str]:
     ]
 
 
+def cudnn_reinstall(f: Facts) -> list[str]:
+    """Reinstall the cuDNN wheel torch uses (nvidia-cudnn-cu12/-cu13), in this environment's installer: a
+    uv venv has no pip. A conda or pixi torch has no such wheel (its cuDNN is a conda package): none."""
+    kind = installer(f)
+    if kind in ("conda", "pixi") or environment_unknowns(f):
+        return []  # no wheel to reinstall, or which installer to speak is not known: no guess
+    if kind in ("uv", "uv-project"):
+        arg = _py(f, lead=False)
+        listing = f"uv pip list --python {arg} --format=freeze | grep -oE {_CUDNN_WHEEL}"
+        return [f"uv pip install --python {arg} --reinstall --no-deps $({listing})"]
+    py = _py(f)
+    listing = f"{py} -m pip list --format=freeze | grep -oE {_CUDNN_WHEEL}"
+    return [f"{py} -m pip install --force-reinstall --no-deps $({listing})"]
+
+
+_CUDNN_WHEEL = "'^nvidia-cudnn-cu[0-9]+'"
+
+
+def torch_reinstall(f: Facts) -> list[str]:
+    """The installed torch again, from its own index, without touching its dependencies (its wheels bring
+    cuDNN back); none without its version and CUDA, or where conda or pixi installed it."""
+    t = f.torch
+    kind = installer(f)
+    if t is None or not t.version or not t.cuda or kind in ("conda", "pixi") or environment_unknowns(f):
+        return []
+    pin, variant = f"torch=={t.version.split('+')[0]}", wheels.variant_name(t.cuda)
+    if kind in ("uv", "uv-project"):
+        return [f"uv pip install --python {_py(f, lead=False)} --reinstall --no-deps {pin} --torch-backend={variant}"]
+    index = wheels.INDEX_URL.format(variant=variant)
+    return [f"{_py(f)} -m pip install --force-reinstall --no-deps {pin} --index-url {index}"]
+
+
 def companion_commands(f: Facts, bad: list[CompanionCheck]) -> list[str]:
     """Reinstall torchvision/torchaudio at the versions that pair with the installed torch, same index."""
     t = f.torch
@@ -336,16 +381,25 @@ def uv_project_snippet(variant: wheels.Variant, names: list[str]) -> list[str]:
 # --- why this variant, and a driver upgrade as a real command ---------------------------------------
 
 
+# arch_name's words for a capability it has no name for (prose, so translated; names stay verbatim)
+_ARCH_WORDS = {
+    "unknown architecture": msg("unknown architecture"),
+    "a newer architecture": msg("a newer architecture"),
+    "an unknown architecture": msg("an unknown architecture"),
+}
+
+
 def arch_reason(
     name: str, cc: str, machine: str | None = None, always: bool = False, release: str | None = None
-) -> str | None:
+) -> Message | None:
     """Why a GPU needs some builds: "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and
     newer have kernels for it". None when every current build has kernels for it (unless `always`).
     `release`: the torch release a fix installs, which the sentence is then about (not the newest)."""
     parsed = parse_cc(cc)
     if parsed is None:
         return None
-    head = f"{name} is {arch_name(cc)}, sm_{parsed[0]}{parsed[1]}"
+    arch = arch_name(cc)
+    head = dict(gpu=name, arch=_ARCH_WORDS.get(arch, arch), sm=f"{parsed[0]}{parsed[1]}")
     releases = wheels.releases_newest_first()
     covering = {
         r: [v.name for v in wheels.variants(r, machine) if wheels.coverage(v.arch_flags, cc) == "sm"] for r in releases
@@ -353,24 +407,48 @@ def arch_reason(
     known = [r for r in releases if len(wheels.variants(r, machine)) > 1] or releases  # full rows only
     current = release if release in covering else known[0]
     if not any(covering.values()):
-        return f"{head}: no PyTorch build in cudadoctor's tables has kernels for it"
+        return msg("{gpu} is {arch}, sm_{sm}: no PyTorch build in cudadoctor's tables has kernels for it", **head)
     if not covering[current] and current == release:  # it runs through PTX JIT only: the advice says so
-        return f"{head}: no torch {release} build has kernels for it"
+        return msg("{gpu} is {arch}, sm_{sm}: no torch {release} build has kernels for it", **head, release=release)
     if not covering[current]:
         last = next(r for r in releases if covering[r])
-        last_names = ", ".join(covering[last])
-        return f"{head}: no current release has kernels for it; the last that does is torch {last} ({last_names})"
+        return msg(
+            "{gpu} is {arch}, sm_{sm}: no current release has kernels for it; the last that does is torch "
+            "{release} ({names})",
+            **head,
+            release=last,
+            names=", ".join(covering[last]),
+        )
     all_names = [v.name for v in wheels.variants(current, machine)]
     if covering[current] == all_names:
-        return f"{head}: every torch {current} build has kernels for it" if always else None
+        if always:
+            return msg(
+                "{gpu} is {arch}, sm_{sm}: every torch {release} build has kernels for it", **head, release=current
+            )
+        return None
     have = sorted({n for r in releases for n in covering[r]}, key=wheels.variant_cuda)
     lacking = {v.name for r in releases for v in wheels.variants(r, machine)} - set(have)
     if all(wheels.variant_cuda(n) < wheels.variant_cuda(have[0]) for n in lacking):
-        return f"{head}: only {have[0]} builds and newer have kernels for it"
-    return f"{head}: of torch {current}'s builds only {', '.join(covering[current])} have kernels for it"
+        return msg(
+            "{gpu} is {arch}, sm_{sm}: only {variant} builds and newer have kernels for it", **head, variant=have[0]
+        )
+    return msg(
+        "{gpu} is {arch}, sm_{sm}: of torch {release}'s builds only {names} have kernels for it",
+        **head,
+        release=current,
+        names=", ".join(covering[current]),
+    )
 
 
-def gpu_reasons(f: Facts, release: str | None = None) -> list[str]:
+def parts(items: list[Message]) -> Message:
+    """The parts of a note in order with "; " between them, each translated on its own (the separator is
+    part of a template, never a join of English)."""
+    if len(items) == 1:
+        return items[0]
+    return msg("{first}; {rest}", first=items[0], rest=parts(items[1:]))
+
+
+def gpu_reasons(f: Facts, release: str | None = None) -> list[Message]:
     machine = f.system.machine if f.system else None
     seen, out = set(), []
     for name, cc in gpu_capabilities(f):
@@ -382,35 +460,78 @@ def gpu_reasons(f: Facts, release: str | None = None) -> list[str]:
     return out
 
 
-def driver_upgrade_fix(f: Facts, need: str) -> tuple[str, list[str]]:
+def driver_upgrade_fix(f: Facts, need: str, lower: bool = False) -> tuple[Message, list[str]]:
     """(label, commands) to get driver `need` or newer on this OS: a package for the distribution, the
     Windows driver (also for WSL, which uses it), or NVIDIA's download page. In a container the driver is
     the host's: the label says so."""
-    label, cmds = _driver_upgrade(f, need)
-    if f.system is not None and f.system.in_container:
-        label = f"On the host (not in this container): {label[:1].lower()}{label[1:]}"
+    container = f.system is not None and f.system.in_container
+    windows = f.system is not None and f.system.os == "Windows"
+    limit, within = gpu_branch_limit(f), _within_branch(f, need, windows)
+    if within is None and limit is not None:
+        # no driver that drives these GPUs runs what `need` runs: say so, never offer a newer branch
+        return msg(
+            "no NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}"
+            if lower
+            else "No NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}",
+            branch=limit,
+            need=need,
+        ), []
+    need = within or need
+    label, cmds = _driver_upgrade(f, need, lower=container or lower)
+    if container:
+        label = msg(
+            "on the host (not in this container): {action}"
+            if lower
+            else "On the host (not in this container): {action}",
+            action=label,
+        )
     return label, cmds
 
 
-def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
+def _driver_upgrade(f: Facts, need: str, lower: bool = False) -> tuple[Message, list[str]]:
+    """`lower`: the label goes after a colon, so it starts in lower case (a template of its own)."""
     system = f.system
     page = driver_install.SOURCES["generic"]
     if system is not None and system.os == "Windows":
-        return f"Install NVIDIA driver {need} or newer for Windows", [f"start {page}"]
-    if system is not None and system.wsl:
-        return (
-            f"Install NVIDIA driver {need} or newer on Windows "
-            "(WSL uses the Windows driver; never install one inside WSL)",
-            [f"explorer.exe {page}"],
+        label = msg(
+            "install NVIDIA driver {need} or newer for Windows"
+            if lower
+            else "Install NVIDIA driver {need} or newer for Windows",
+            need=need,
         )
+        return label, [f"start {page}"]
+    if system is not None and system.wsl:
+        label = msg(
+            "install NVIDIA driver {need} or newer on Windows "
+            "(WSL uses the Windows driver; never install one inside WSL)"
+            if lower
+            else "Install NVIDIA driver {need} or newer on Windows "
+            "(WSL uses the Windows driver; never install one inside WSL)",
+            need=need,
+        )
+        return label, [f"explorer.exe {page}"]
     os_id = system.os_id if system else None
-    # a GPU that 590+ drivers ignore (Maxwell, Pascal, Volta) gets its last branch, never a newer one
-    legacy = any(last_driver_branch(cc) for _, cc in gpu_capabilities(f))
-    family, cmds = driver_install.install_commands(os_id, legacy=legacy)
+    # a GPU that newer drivers ignore (Kepler after 470; Maxwell, Pascal, Volta after 580) gets its last
+    # branch, never a newer one
+    family, cmds = driver_install.install_commands(os_id, legacy=gpu_branch_limit(f) or False)
     branch = need.split(".")[0]
     if family.lower().startswith("ubuntu"):
         cmds = [f"sudo apt install nvidia-driver-{branch}", "sudo reboot"]
-    return f"Upgrade the NVIDIA driver to {need} or newer ({family})", cmds
+    label = msg(
+        "upgrade the NVIDIA driver to {need} or newer ({family})"
+        if lower
+        else "Upgrade the NVIDIA driver to {need} or newer ({family})",
+        need=need,
+        family=family,
+    )
+    return label, cmds
+
+
+def gpu_branch_limit(f: Facts) -> int | None:
+    """The newest driver branch that still drives every GPU here (knowledge/architectures.py); None: none
+    of them has a known limit."""
+    limits = [b for _, cc in gpu_capabilities(f) if (b := last_driver_branch(cc))]
+    return min(limits) if limits else None
 
 
 def unknown_inputs(f: Facts) -> list[str]:
@@ -420,12 +541,12 @@ def unknown_inputs(f: Facts) -> list[str]:
     missing = []
     s = f.system
     if s is None or not s.os or not s.machine:
-        missing.append("the OS and CPU architecture")
+        missing.append(msg("the OS and CPU architecture"))
     drv = driver_view(f)
     if drv.cuda is None or drv.version is None:
-        missing.append("the NVIDIA driver's version")
+        missing.append(msg("the NVIDIA driver's version"))
     if not _capabilities_known(f):
-        missing.append("each GPU's compute capability")
+        missing.append(msg("each GPU's compute capability"))
     return missing + environment_unknowns(f)
 
 
@@ -443,34 +564,69 @@ def environment_unknowns(f: Facts) -> list[str]:
     """What a command for the target environment needs: the interpreter's torch and what manages it."""
     t = f.torch
     if t is None:
-        return ["the target Python environment"]
+        return [msg("the target Python environment")]
     missing = []
     if t.installed is None or (t.installed and not t.version):
-        missing.append("the installed torch version")
+        missing.append(msg("the installed torch version"))
     m = manager(f)
     if m is None or not m.prefix:
-        return [*missing, "which installer manages the environment"]
+        return [*missing, msg("which installer manages the environment")]
     if m.kind == "uv" and m.uv_project is None:
-        missing.append("whether the venv belongs to a uv project")
+        missing.append(msg("whether the venv belongs to a uv project"))
     if _pep668_unknown(f):
-        missing.append("whether pip may install into this Python")
+        missing.append(msg("whether pip may install into this Python"))
     return missing
 
 
-def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_known: bool) -> str:
+def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_known: bool) -> list[Message]:
     """Why this build: it claims only what is known, since an unknown driver or GPU rules nothing out."""
     if installed_release:
         return {
-            (True, True): "fits this driver and every GPU",
-            (True, False): "fits this driver; the GPUs are unknown",
-            (False, True): "has kernels for every GPU; whether this driver runs it is unknown",
-            (False, False): "the driver and the GPUs are unknown",
+            (True, True): [msg("fits this driver and every GPU")],
+            (True, False): [msg("fits this driver"), msg("the GPUs are unknown")],
+            (False, True): [msg("has kernels for every GPU"), msg("whether this driver runs it is unknown")],
+            (False, False): [msg("the driver and the GPUs are unknown")],
         }[driver_known, gpus_known]
     if not driver_known:
-        return f"no build of torch {release} has kernels for these GPUs"
+        return [msg("no build of torch {release} has kernels for these GPUs", release=release)]
     if not gpus_known:
-        return f"no build of torch {release} fits this driver"
-    return f"no build of torch {release} fits this driver and these GPUs as well"
+        return [msg("no build of torch {release} fits this driver", release=release)]
+    return [msg("no build of torch {release} fits this driver and these GPUs as well", release=release)]
+
+
+def uv_auto_differs(f: Facts, v: wheels.Variant) -> Message | None:
+    """Where uv's `--torch-backend=auto` would pick another build than `v`, one without kernels for a GPU
+    here, say so: auto reads only the driver and takes the newest CUDA backend the driver runs (uv
+    crates/uv-torch/src/backend.rs: every backend whose driver floor the driver meets, newest first), never
+    the GPU's architecture (astral-sh/uv#14742: a GTX 1080 Ti got a cu128 build without sm_61)."""
+    if installer(f) not in ("uv", "uv-project"):
+        return None
+    drv = driver_view(f)
+    machine = f.system.machine if f.system else None
+    runnable = [u for u in wheels.variants(v.release, machine) if drv.runs(u.cuda) is not None]
+    if not runnable:
+        return None
+    pick = max(runnable, key=lambda u: u.cuda)
+    lacking = [name for name, cc in dict.fromkeys(gpu_capabilities(f)) if wheels.coverage(pick.arch_flags, cc) != "sm"]
+    if pick.name == v.name or not lacking:
+        return None
+    return msg(
+        "uv's --torch-backend=auto would pick {auto} from the driver alone, which has no kernels for {gpus}",
+        auto=pick.name,
+        gpus=", ".join(lacking),
+    )
+
+
+def _within_branch(f: Facts, need: str, windows: bool) -> str | None:
+    """`need`, or a driver no newer than the last branch that drives these GPUs (Kepler: 470; Maxwell,
+    Pascal, Volta: 580) that runs the same CUDA: the floor of minor-version compatibility for its major. None
+    where even that is past the branch."""
+    limit = gpu_branch_limit(f)
+    if limit is None or int(need.split(".")[0]) <= limit:
+        return need
+    cuda = max_cuda_for_driver(need, windows)
+    floor = major_floor(cuda[0], windows) if cuda else None
+    return floor if floor and int(floor.split(".")[0]) <= limit else None
 
 
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
@@ -478,7 +634,7 @@ def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_kn
 def advise(f: Facts) -> Advice:
     missing = unknown_inputs(f)
     if missing:
-        return Advice(None, None, note="which torch build fits is not known here", unknown=missing)
+        return Advice(None, None, note=msg("which torch build fits is not known here"), unknown=missing)
     drv = driver_view(f)
     ccs = [cc for _, cc in gpu_capabilities(f)]
     machine = f.system.machine if f.system else None
@@ -497,6 +653,7 @@ def advise(f: Facts) -> Advice:
         target = max(arch_ok, key=lambda v: v.cuda)
         if drv.runs(target.cuda) is None:
             upgrade = full_minimum(*target.cuda, windows=drv.windows) or major_floor(target.cuda[0], drv.windows)
+            upgrade = _within_branch(f, upgrade, drv.windows) if upgrade else None
     for cubin in (True, False):
         for rel in [release, *newer, *older]:
             fitting = [(v, c) for v in wheels.variants(rel, machine) if (c := _fits(v, drv, ccs, cubin))]
@@ -506,40 +663,96 @@ def advise(f: Facts) -> Advice:
             version = _patch_version(rel, installed)
             why = _fits_why(rel == release, release, drv.known, bool(ccs))
             if not cubin:
-                why += "; runs through PTX JIT only"
+                why.append(msg("runs through PTX JIT only"))
             reasons = gpu_reasons(f, rel)  # about the release this advice installs
-            if reasons:
-                why += "; " + "; ".join(reasons)
+            why += reasons
+            if externally_managed(f) and f.torch is not None:
+                why.append(
+                    msg(
+                        "{python} is externally managed (PEP 668): pip installs into a new venv, {venv}",
+                        python=f.torch.python_executable,
+                        venv=NEW_VENV,
+                    )
+                )
+            if uv_note := uv_auto_differs(f, v):
+                why.append(uv_note)
             advice = Advice(
                 v,
                 version,
                 install_commands(version, v, f),
-                note=f"torch {version} {v.name}: {why}",
+                note=msg("torch {version} {variant}: {why}", version=version, variant=v.name, why=parts(why)),
                 driver_upgrade=upgrade if rel != release else None,
             )
-            if externally_managed(f):
-                advice.note += (
-                    f"; {f.torch.python_executable if f.torch else 'this Python'} is externally managed "
-                    f"(PEP 668): pip installs into a new venv, {NEW_VENV}"
-                )
             if installer(f) in ("conda", "pixi"):
-                advice.note = (
-                    f"conda-forge pytorch-gpu, {conda_cuda_spec(f, v)}: the CUDA this driver runs, "
-                    f"and {v.name} builds have kernels for every GPU here"
-                ) + ("; " + "; ".join(reasons) if reasons else "")
+                conda = msg(
+                    "conda-forge pytorch-gpu, {spec}: the CUDA this driver runs, "
+                    "and {variant} builds have kernels for every GPU here",
+                    spec=conda_cuda_spec(f, v),
+                    variant=v.name,
+                )
+                advice.note = parts([conda, *reasons])
             if advice.driver_upgrade:
                 advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, advice.driver_upgrade)
+                advice.upgrade_action = driver_upgrade_fix(f, advice.driver_upgrade, lower=True)[0]
             m = manager(f)
             if installer(f) == "uv-project" and m is not None and m.project:
                 names = ["torch"] + [p for p in ("torchvision", "torchaudio") if f.torch and getattr(f.torch, p)]
                 advice.snippet, advice.snippet_file = uv_project_snippet(v, names), m.manifest
             return advice
-    advice = Advice(
-        None, None, driver_upgrade=upgrade, note="no known torch build fits this driver and these GPUs together"
-    )
     reasons = gpu_reasons(f)
-    if reasons:
-        advice.note += ": " + "; ".join(reasons)
+    advice = Advice(
+        None,
+        None,
+        driver_upgrade=upgrade,
+        note=msg("no known torch build fits this driver and these GPUs together: {reasons}", reasons=parts(reasons))
+        if reasons
+        else msg("no known torch build fits this driver and these GPUs together"),
+    )
     if upgrade:
         advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, upgrade)
+        advice.upgrade_action = driver_upgrade_fix(f, upgrade, lower=True)[0]
     return advice
+
+
+PREVIOUS_VERSIONS = "https://pytorch.org/get-started/previous-versions/"
+
+
+def advice_fixes(advice: Advice, label: str) -> list[Fix]:
+    """The fixes an advice gives, labelled as templates so that they show translated: the install (after
+    the uv project's lines), a driver upgrade that allows newer builds, or why there is no command. `label`:
+    the caller's words for the install; a plain literal is looked up in the catalogue as it is."""
+    what = label if isinstance(label, Message) else msg(label)
+    out = []
+    if advice.snippet:
+        where = advice.snippet_file or "pyproject.toml"
+        when = msg("{label} ({note}): add to {where}", label=what, note=advice.note, where=where)
+        out.append(Fix(when=when, commands=list(advice.snippet), lang="toml"))
+        what = msg("Then sync the project")
+    if advice.commands:
+        out.append(
+            Fix(
+                when=what if advice.snippet else msg("{label} ({note})", label=what, note=advice.note),
+                commands=list(advice.commands),
+            )
+        )
+    if advice.driver_upgrade:
+        action = advice.upgrade_action or msg("upgrade the NVIDIA driver")
+        out.append(
+            Fix(when=msg("Or {action}, then keep newer builds", action=action), commands=list(advice.upgrade_commands))
+        )
+    if not out and advice.unknown:
+        # no command rather than a guess: `check` with every probe learns what is missing
+        out.append(Fix(when=not_known(what, advice.unknown)))
+    elif not out:
+        out.append(Fix(when=msg("{note}: see {url}", note=advice.note, url=PREVIOUS_VERSIONS)))
+    return out
+
+
+def not_known(label: str, unknown: list[str]) -> Message:
+    """A fix label without a command: what it depends on is not known."""
+    what = label if isinstance(label, Message) else msg(label)
+    return msg(
+        "{label}: which build fits is not known ({unknown}); run every check to see it",
+        label=what,
+        unknown=parts([u if isinstance(u, Message) else msg(u) for u in unknown]),
+    )

@@ -56,6 +56,10 @@ class TorchFacts:
     user_site: str | None = None  # the user site-packages when enabled
     ld_library_path: str | None = None
     torch_installer: str | None = None  # INSTALLER of torch's dist-info: pip, uv, conda, poetry
+    # free-threaded Python (PEP 703): sysconfig Py_GIL_DISABLED; None: not read (a report from before)
+    free_threaded: bool | None = None
+    # on a free-threaded interpreter, the installed companions of knowledge/free_threaded.PACKAGES: name -> version
+    free_threaded_packages: dict[str, str] | None = None
     libraries: LibraryFacts | None = None
     complete: bool = False  # the child got to the end
     timed_out: bool = False

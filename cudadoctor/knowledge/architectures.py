@@ -43,8 +43,12 @@ ARCHITECTURES: dict[tuple[int, int], tuple[str, str]] = {
 # (NixOS/nixos-hardware#1880, #1828); "Drivers 590+ have dropped support for Pascal" (nixos-hardware#1843);
 # Arch's news on 590: Pascal and older go to `nvidia-580xx-dkms` from the AUR (Phoronix, 2025-12-20);
 # "R580 as the last driver branch supporting Maxwell, Pascal, and Volta", quoting NVIDIA's CUDA toolkit,
-# driver and architecture matrix (NVIDIA/ansible-role-nvidia-driver PR#89). Kepler's branch is not sourced here.
-LAST_DRIVER_BRANCH: dict[str, int] = {"Maxwell": 580, "Pascal": 580, "Volta": 580}
+# driver and architecture matrix (NVIDIA/ansible-role-nvidia-driver PR#89).
+# Kepler: 470. The driver's own log on a GT 710: "supported through the NVIDIA 470.xx Legacy drivers. … The
+# 535.129.03 NVIDIA driver will ignore this GPU" (https://github.com/siderolabs/talos/issues/8764); "R470 is
+# the last version supporting the kepler architecture", citing NVIDIA's cuda-arch-matrix
+# (https://github.com/NixOS/nixpkgs/pull/142565).
+LAST_DRIVER_BRANCH: dict[str, int] = {"Kepler": 470, "Maxwell": 580, "Pascal": 580, "Volta": 580}
 
 
 def parse_cc(text: str | None) -> tuple[int, int] | None:

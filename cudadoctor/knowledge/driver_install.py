@@ -11,6 +11,8 @@ so Fedora gets NVIDIA's download page instead.
 
 from __future__ import annotations
 
+from cudadoctor.model import Message, msg
+
 SOURCES = {
     "ubuntu": "https://documentation.ubuntu.com/server/how-to/graphics/install-nvidia-drivers/",
     "debian": "https://wiki.debian.org/NvidiaGraphicsDrivers",
@@ -56,16 +58,27 @@ _FAMILY = {
 }
 
 
-def install_commands(os_id: str | None, legacy: bool = False) -> tuple[str, list[str]]:
+def install_commands(os_id: str | None, legacy: bool | int = False) -> tuple[Message, list[str]]:
     """(label, commands) for this distribution; a pointer to NVIDIA's download page otherwise. `legacy`:
-    a GPU here is one the 590+ drivers ignore, so only the 580 branch is installed."""
+    a GPU here is one newer drivers ignore, so only its last branch is installed: True or 580 for Maxwell,
+    Pascal and Volta, 470 for Kepler (no distribution package for 470 is sourced here: the download page,
+    where NVIDIA offers the 470 legacy driver by product)."""
     family = _FAMILY.get(os_id or "", os_id or "")
-    table = LEGACY_INSTALL_COMMANDS if legacy else INSTALL_COMMANDS
+    branch = LEGACY_BRANCH if legacy is True else (legacy or None)
+    if branch is not None and branch != LEGACY_BRANCH:
+        return msg("Any Linux, driver {branch}", branch=branch), [f"xdg-open {SOURCES['generic']}"]
+    table = LEGACY_INSTALL_COMMANDS if branch else INSTALL_COMMANDS
     if family in table:
-        label = family.capitalize() if family != "rhel" else "RHEL and derivatives"
-        return (f"{label}, driver {LEGACY_BRANCH}" if legacy else label), table[family]
+        name = family.capitalize()
+        if family == "rhel":
+            return (
+                msg("RHEL and derivatives, driver {branch}", branch=branch) if branch else msg("RHEL and derivatives")
+            ), table[family]
+        return (
+            msg("{family}, driver {branch}", family=name, branch=branch) if branch else msg("{family}", family=name)
+        ), table[family]
     # no packaged driver known for this distribution: open NVIDIA's download page for this GPU
-    return "Any Linux", [f"xdg-open {SOURCES['generic']}"]
+    return msg("Any Linux"), [f"xdg-open {SOURCES['generic']}"]
 
 
 def pre_turing_pci(device_ids: list[str | None]) -> bool:

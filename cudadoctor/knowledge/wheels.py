@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from cudadoctor.knowledge.architectures import parse_cc
+from cudadoctor.model import Message, msg
 
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
 
@@ -47,7 +48,12 @@ RELEASES: dict[str, dict[str, str]] = {
     "2.4": {"cu118": _CU118, "cu121": _CU121, "cu124": _CU124_126_OLD},
     "2.5": {"cu118": _CU118, "cu121": _CU121, "cu124": _CU124_126_OLD},
     "2.6": {"cu118": _CU118, "cu124": _CU124_126_OLD, "cu126": _CU124_126_OLD},
-    "2.7": {"cu118": _CU118, "cu126": _CU126, "cu128": _CU128_27},  # cu118, cu126 lists assumed
+    # cu118 kept Kepler's sm_37 (K80): the last build with Kepler kernels; 2.8 dropped cu118 (RFC
+    # https://github.com/pytorch/pytorch/issues/147383: "For PyTorch Release 2.7 … CUDA 11.8 … Same as Previous
+    # Release 2.6 … drop it for release 2.8"; pytorch's CUDA upgrade runbook of that time: "11.8.0 | 9.1.0.70 |
+    # Kepler(3.7), Maxwell(5.0), Pascal(6.0), Volta(7.0), Turing(7.5), Ampere(8.0, 8.6), Hopper(9.0) | Legacy").
+    # No 2.x build has sm_35 (K20, K40): their cubins do not run on 3.5. The cu126 list is assumed.
+    "2.7": {"cu118": _CU118, "cu126": _CU126, "cu128": _CU128_27},
     "2.8": {"cu126": _CU126, "cu128": _CU128, "cu129": _CU129},
     "2.9": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
     "2.10": {"cu126": _CU126, "cu128": _CU128, "cu130": _CU13X},
@@ -207,35 +213,46 @@ def torchaudio_for(torch_version: str) -> str | None:
 
 
 # --- platforms (shared cuda-facts §7, §10) -----------------------------------------------------------
-# Windows: the PyPI torch wheel is CPU-only; CUDA builds come from download.pytorch.org (uv docs ✅).
+# Windows: the PyPI torch wheel is CPU-only; CUDA builds come from download.pytorch.org (uv docs ✅; "Windows
+# CPU only wheels are available on PyPI", pytorch/pytorch.github.io#757, malfet; pytorch#131731 ✅).
 # NVML is %WINDIR%\System32\nvml.dll, then %ProgramFiles%\NVIDIA Corporation\NVSMI\nvml.dll
 # (nvidia-ml-py's loader ✅); the CUDA driver library is nvcuda.dll in %WINDIR%\System32, installed by the
 # display driver ❓ (standard, not checked here). "[WinError 126] … c10.dll or one of its dependencies":
 # the Visual C++ Redistributable is missing (pytorch#126507, #131662, nagadomi/nunif#701 ✅).
 # macOS: no CUDA; the PyPI wheel is CPU + MPS (cuda-facts §6 ✅).
 # Linux aarch64: CUDA wheels for server GPUs (GH200, GB200, DGX Spark) on download.pytorch.org; a plain
-# `pip install torch` gave a CPU build on GB200 until they reached the default index (pytorch#168065 ✅).
+# `pip install torch` gave a CPU build on GB200 (pytorch#168065 ✅), and pytorch's own get-started page says
+# "For Linux Aarch64: pip3 install torch torchvision --index-url https://download.pytorch.org/whl/cu128"
+# (https://github.com/pytorch/test-infra/pull/7652, 2026-01-15 ✅); CUDA wheels on PyPI for aarch64 are still
+# asked for in https://github.com/pytorch/pytorch/issues/160162 (open ✅).
 # Jetson: NVIDIA's JetPack wheels, not PyPI (cuda-facts §10 ✅; the page below is NVIDIA's install guide).
 JETSON_WHEELS = "https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html"
 
 
-def platform_note(os_name: str | None, machine: str | None, jetson: bool = False) -> str | None:
-    """What is different about getting a CUDA torch on this platform; None for Linux x86_64."""
+def platform_note(
+    os_name: str | None, machine: str | None, jetson: bool = False, variant: str | None = None
+) -> Message | None:
+    """What is different about getting a CUDA torch on this platform; None for Linux x86_64. `variant`: the
+    build the fix installs ("cu130"), whose index the note then names."""
+    index = INDEX_URL.format(variant=variant) if variant else "…/cuXYZ"
     if jetson:
-        return (
-            "On Jetson (JetPack/L4T), torch with CUDA comes from NVIDIA's JetPack wheels "
-            f"({JETSON_WHEELS}), not from PyPI or download.pytorch.org."
+        return msg(
+            "On Jetson (JetPack/L4T), torch with CUDA comes from NVIDIA's JetPack wheels ({url}), not from PyPI "
+            "or download.pytorch.org.",
+            url=JETSON_WHEELS,
         )
     if os_name == "Windows":
-        return (
+        return msg(
             "On Windows, `pip install torch` from PyPI installs a CPU-only build; CUDA builds come from "
-            "download.pytorch.org (--index-url …/cuXYZ)."
+            "download.pytorch.org (--index-url {index}).",
+            index=index,
         )
     if os_name == "Darwin":
-        return "macOS has no CUDA: torch uses the Apple GPU through MPS (torch.backends.mps.is_available())."
+        return msg("macOS has no CUDA: torch uses the Apple GPU through MPS (torch.backends.mps.is_available()).")
     if machine in ("aarch64", "arm64"):
-        return (
+        return msg(
             "On Linux aarch64 (GH200, GB200, DGX Spark), install the CUDA build from download.pytorch.org "
-            "(--index-url …/cuXYZ): a plain `pip install torch` gave a CPU-only build there (pytorch#168065)."
+            "(--index-url {index}): a plain `pip install torch` gave a CPU-only build there (pytorch#168065).",
+            index=index,
         )
     return None

@@ -185,12 +185,15 @@ def _wsl_fix(f: Facts) -> list[Fix]:
     return [WSL_FIX[0], remove]
 
 
-def _legacy_gpu(f: Facts) -> bool:
-    """A GPU here that drivers from 590 on ignore (Maxwell, Pascal, Volta: knowledge/architectures.py), by
-    its compute capability, or by its PCI device ID when NVML cannot tell."""
+def _legacy_gpu(f: Facts) -> bool | int:
+    """The last driver branch of a GPU here that newer drivers ignore (Kepler: 470; Maxwell, Pascal, Volta:
+    580; knowledge/architectures.py) by its compute capability, or True by its PCI device ID when NVML
+    cannot tell (older than Turing)."""
     d = f.driver
-    if d is not None and any(last_driver_branch(dev.compute_capability) for dev in d.devices or []):
-        return True
+    if d is not None and (
+        limits := [b for dev in d.devices or [] if (b := last_driver_branch(dev.compute_capability))]
+    ):
+        return min(limits)
     return f.pci is not None and pre_turing_pci([g.device_id for g in f.pci.nvidia_gpus])
 
 

@@ -17,7 +17,7 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
-from cudadoctor.model import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table, msg
 from cudadoctor.rules.catalogue import entry, fix
 
 READ = entry(
@@ -248,7 +248,7 @@ def _advice_fix(f: Facts, label: str) -> list[Fix]:
     a = advise(f)
     out = []
     if a.commands:
-        out.append(fix(f"{label} ({a.note})", *a.commands))
+        out.append(fix(msg("{label} ({note})", label=msg(label), note=a.note), *a.commands))
     if a.driver_upgrade:
         out.append(fix(f"Or upgrade the NVIDIA driver to {a.driver_upgrade} or newer", "nvidia-smi"))
     return out

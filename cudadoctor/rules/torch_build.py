@@ -5,14 +5,18 @@ from __future__ import annotations
 from cudadoctor.advice import shell
 from cudadoctor.advice.install import (
     Advice,
+    advice_fixes,
     advise,
     arch_reason,
     cpu_install,
+    cudnn_reinstall,
     driver_upgrade_fix,
     driver_view,
     environment_unknowns,
     externally_managed,
     gpu_capabilities,
+    not_known,
+    torch_reinstall,
 )
 from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.knowledge import wheels
@@ -203,39 +207,14 @@ def _install_fix(f: Facts, t: TorchFacts) -> list[Fix]:
         return _advice_fix(advise(f), label)[:1]
     cmds = cpu_install(f)
     if not cmds:
-        unknown = "; ".join(environment_unknowns(f))
-        return [fix(f"{label}: which build fits is not known ({unknown}); run every check to see it")]
+        return [Fix(when=not_known(label, environment_unknowns(f)))]
     if externally_managed(f):
         label += f" ({t.python_executable} is externally managed (PEP 668): pip installs into a new venv)"
     return [fix(label, *cmds)]
 
 
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
 def _advice_fix(advice: Advice, label: str) -> list[Fix]:
-    out = []
-    if advice.snippet:
-        where = advice.snippet_file or "pyproject.toml"
-        out.append(fix(f"{label} ({advice.note}): add to {where}", *advice.snippet, lang="toml"))
-        label = "Then sync the project"
-    if advice.commands:
-        out.append(fix(f"{label} ({advice.note})" if not advice.snippet else label, *advice.commands))
-    if advice.driver_upgrade:
-        out.append(
-            fix(
-                f"Or {_lower_first(advice.upgrade_label or 'Upgrade the NVIDIA driver')}, then keep newer builds",
-                *advice.upgrade_commands,
-            )
-        )
-    if not out and advice.unknown:
-        # no command rather than a guess: `check` with every probe learns what is missing
-        unknown = "; ".join(advice.unknown)
-        out.append(fix(f"{label}: which build fits is not known ({unknown}); run every check to see it"))
-    elif not out:
-        out.append(fix(f"{advice.note}: see https://pytorch.org/get-started/previous-versions/"))
-    return out
+    return advice_fixes(advice, label)  # templates built where the advice is (advice/install.py)
 
 
 _NO_DRIVER_TO_HANG = (
@@ -363,7 +342,8 @@ def _cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
     if _gpus_present(f):
         advice = advise(f)
         why = CPU_ONLY.explanation
-        note = wheels.platform_note(f.system.os, f.system.machine) if f.system is not None else None
+        variant = advice.variant.name if advice.variant else None  # the note names the fix's index
+        note = wheels.platform_note(f.system.os, f.system.machine, variant=variant) if f.system else None
         if note:
             why += " " + note
         return [
@@ -427,7 +407,7 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
                 DRIVER_TOO_OLD.finding(
                     title=f"{_name(t)} needs CUDA {t.cuda}; {named('driver', drv.version)} supports CUDA up to {have}",
                     fix=[
-                        fix(f"{label}: CUDA {t.cuda}", *upgrade),
+                        fix(msg("{action}: CUDA {cuda}", action=label, cuda=t.cuda), *upgrade),
                         *_advice_fix(advice, "Or install the build this driver runs")[:1],
                     ],
                 )
@@ -518,7 +498,7 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
                 GPU_TOO_OLD.finding(
                     title=f"{label} is older than every current torch build",
                     why=why,
-                    fix=_advice_fix(advise(f), f"Install torch {last}"),
+                    fix=_advice_fix(advise(f), msg("Install torch {release}", release=last)),
                 )
             )
         else:
@@ -536,16 +516,8 @@ def _arch(f: Facts, t: TorchFacts) -> list[Finding]:
 def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
     if t.cuda_built and t.is_available and t.cudnn_present is False and not t.cudnn_error:
-        # the same torch again, from its own index: without its version and CUDA there is no such line
-        again = (
-            [
-                f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
-                f"--no-deps torch=={t.version.split('+')[0]} --index-url "
-                f"{wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda))}"
-            ]
-            if t.version and t.cuda
-            else []
-        )
+        # the same torch again, from its own index, in the environment's installer (advice/install.py)
+        again = torch_reinstall(f)
         out.append(
             CUDNN_PROBLEM.finding(
                 title=f"{_name(t)} finds no cuDNN",
@@ -553,6 +525,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
             )
         )
     if t.cudnn_error:
+        reinstall = cudnn_reinstall(f)  # in the environment's installer: a uv venv has no pip
         out.append(
             CUDNN_PROBLEM.finding(
                 title=f"cuDNN: {t.cudnn_error}",
@@ -562,11 +535,7 @@ def _cudnn(f: Facts, t: TorchFacts) -> list[Finding]:
                         "echo $LD_LIBRARY_PATH",
                         "unset LD_LIBRARY_PATH",
                     ),
-                    fix(
-                        "Reinstall the wheel's cuDNN",
-                        f"{shell.word(t.python_executable, lead=True)} -m pip install --force-reinstall "
-                        "--no-deps $(pip list 2>/dev/null | grep -o '^nvidia-cudnn-cu[0-9]*')",
-                    ),
+                    *([fix("Reinstall the wheel's cuDNN", *reinstall)] if reinstall else []),
                 ],
             )
         )

@@ -511,7 +511,8 @@ def test_install_fix_in_each_installers_terms():
         EnvironmentManager("pixi", prefix="/w/p/.pixi/envs/default", project="/w/p", manifest="/w/p/pixi.toml")
     )
     assert cmds(pixi)[:2] == [
-        "pixi workspace system-requirements add cuda 12.6 --manifest-path /w/p/pixi.toml",
+        # [system-requirements] is deprecated: the CUDA goes on the platform (pixi docs, "CLI migration")
+        "pixi workspace platform edit linux-64 --cuda 12.6 --manifest-path /w/p/pixi.toml",
         'pixi add --manifest-path /w/p/pixi.toml pytorch-gpu "cuda-version=12.6"',
     ]
 

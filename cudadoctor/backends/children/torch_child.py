@@ -167,6 +167,38 @@ def environment_facts(out):
         pass
 
 
+# knowledge/free_threaded.PACKAGES (this script runs with the stdlib only)
+FREE_THREADED_PACKAGES = (
+    "torchvision",
+    "torchaudio",
+    "torchcodec",
+    "torchao",
+    "bitsandbytes",
+    "flash-attn",
+    "xformers",
+)
+
+
+def free_threaded(out):
+    """A free-threaded build (3.13t, 3.14t) installs only cp3XXt or py3-none wheels: which companions are here."""
+    try:
+        import sysconfig
+
+        out["free_threaded"] = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    except Exception:
+        return
+    if out["free_threaded"]:
+        found = {}
+        for name in FREE_THREADED_PACKAGES:
+            try:
+                from importlib import metadata
+
+                found[name] = metadata.version(name)
+            except Exception:
+                pass
+        out["free_threaded_packages"] = found
+
+
 def main():
     out = {
         "installed": False,
@@ -177,6 +209,7 @@ def main():
         "torchaudio": dist_version("torchaudio"),
     }
     environment_facts(out)
+    free_threaded(out)
     try:
         import torch
     except ImportError as exc:

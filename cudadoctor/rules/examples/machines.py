@@ -722,6 +722,16 @@ def _libraries() -> list[Facts]:
                 ),
             ),
         ),
+        # a free-threaded Python 3.14t venv with companions that publish no wheels for it (CD230)
+        Facts(
+            system=_ubuntu(),
+            driver=_driver_580([_gpu("NVIDIA GeForce RTX 3090", "8.6", total=24)]),
+            torch=_venv_torch(
+                python_version="3.14.0",
+                free_threaded=True,
+                free_threaded_packages={"torchao": "0.14.1", "torchvision": "0.24.1", "bitsandbytes": "0.48.2"},
+            ),
+        ),
     ]
 
 
