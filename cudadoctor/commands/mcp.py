@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from cudadoctor.cli import fail
+from cudadoctor.commands.output import fail
 from cudadoctor.locale import _
 
 # seconds a tool call may take: a check runs every probe (each bounded by itself); --full measures
