@@ -127,7 +127,12 @@ def _codes(value: Any) -> tuple[str, ...]:
     codes = tuple(dict.fromkeys(v.strip().upper() for v in value if v.strip()))
     unknown = [c for c in codes if not any(code.startswith(c) for code in CATALOGUE)]
     if unknown:
-        raise ValueError(f"unknown finding code {', '.join(unknown)} (`cudadoctor explain` lists them)")
+        from cudadoctor.locale import _
+
+        # in the user's language here: a message built with an f-string would stay English (locale/usage.py)
+        raise ValueError(
+            _("unknown finding code {code}; docs/findings.md lists every code").format(code=", ".join(unknown))
+        )
     return codes
 
 
@@ -151,30 +156,44 @@ class Setting:
 # config key (and option --KEY) -> the setting
 KEYS: dict[str, Setting] = {
     "require-gpus": Setting(
-        "require_gpus", _positive_int, "Gate: at least N GPUs CUDA can see and that qualify.", "N", _whole_number
+        "require_gpus",
+        _positive_int,
+        help="Gate: at least N GPUs CUDA can see and that qualify.",
+        metavar="N",
+        text=_whole_number,
     ),
-    "min-free-memory": Setting("min_free_memory", _size, "Gate: free memory per GPU (8GiB, 8G, 0.5TB).", "SIZE"),
-    "min-compute-capability": Setting("min_compute_capability", _text(_cc), "Gate: lowest compute capability.", "X.Y"),
-    "expect-torch-cuda": Setting("expect_torch_cuda", _text(_cuda), "Gate: torch must be built for this CUDA.", "X.Y"),
-    "require-cudnn": Setting("require_cudnn", _flag, "Gate: cuDNN must be usable."),
+    "min-free-memory": Setting(
+        "min_free_memory", _size, help="Gate: free memory per GPU (8GiB, 8G, 0.5TB).", metavar="SIZE"
+    ),
+    "min-compute-capability": Setting(
+        "min_compute_capability", _text(_cc), help="Gate: lowest compute capability.", metavar="X.Y"
+    ),
+    "expect-torch-cuda": Setting(
+        "expect_torch_cuda", _text(_cuda), help="Gate: torch must be built for this CUDA.", metavar="X.Y"
+    ),
+    "require-cudnn": Setting("require_cudnn", _flag, help="Gate: cuDNN must be usable."),
     "min-h2d-gbps": Setting(
-        "min_h2d_gbps", _gbps, "Gate: pinned host-to-device GB/s (measures bandwidth).", "G", _number
+        "min_h2d_gbps",
+        _gbps,
+        help="Gate: pinned host-to-device GB/s (measures bandwidth).",
+        metavar="G",
+        text=_number,
     ),
     "fail-on": Setting(
-        "fail_on", _fail_on, "Lowest severity that fails (default error).", choices=("error", "warning")
+        "fail_on", _fail_on, help="Lowest severity that fails (default error).", choices=("error", "warning")
     ),
     "select": Setting(
         "select",
         _codes,
-        "Only these finding codes count (CD205, or a prefix: CD2); the others are shown as ignored.",
-        "CODES",
+        help="Only these finding codes count (CD205, or a prefix: CD2); the others are shown as ignored.",
+        metavar="CODES",
         gate=False,
     ),
     "ignore": Setting(
         "ignore",
         _codes,
-        "These finding codes (or prefixes) never fail the check; shown as ignored, kept in JSON.",
-        "CODES",
+        help="These finding codes (or prefixes) never fail the check; shown as ignored, kept in JSON.",
+        metavar="CODES",
         gate=False,
     ),
 }
