@@ -77,7 +77,10 @@ def run_cudadoctor(args: list[str], bound: float, stdin: str | None = None) -> t
 
 def summary(data: dict[str, Any]) -> str:
     """The verdict, the codes raised and the exit code: what an agent reads first."""
-    findings = [f for f in data.get("findings") or [] if f.get("severity") in ("error", "warning")]
+    # a finding the config's select/ignore left out is in the JSON (marked), but not what the agent reads first
+    findings = [
+        f for f in data.get("findings") or [] if f.get("severity") in ("error", "warning") and not f.get("ignored")
+    ]
     lines = [str(data.get("verdict") or data.get("status") or "")]
     if findings:
         lines.append(
