@@ -226,14 +226,14 @@ def judge(
     command: str = "check",
 ) -> Judged:
     """The report of the findings that count, in the current language; the others beside it."""
-    kept = [f for f in found if selection.why_ignored(f.code) is None]
-    dropped = [f for f in found if selection.why_ignored(f.code) is not None]
-    rep = diagnose(facts, outcomes, req, source, command, kept)
+    why = {f.code: selection.why_ignored(f.code) for f in found}
+    rep = diagnose(facts, outcomes, req, source, command, [f for f in found if why[f.code] is None])
+    dropped = [f for f in found if why[f.code] is not None]
     if not dropped:
         return Judged(rep)
     from cudadoctor.render.localize import findings as localized
 
-    return Judged(rep, [(f, selection.why_ignored(f.code) or "") for f in localized(dropped)])
+    return Judged(rep, [(f, why[f.code] or "") for f in localized(dropped)])
 
 
 def report_json(judged: Judged, redact: bool) -> Any:

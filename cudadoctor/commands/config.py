@@ -225,17 +225,20 @@ class Selection:
 
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    select_from: str = "--select"  # where each was given: the option, or the config file's key
-    ignore_from: str = "--ignore"
+    select_source: str | None = None  # the config file each came from; None: the option
+    ignore_source: str | None = None
 
     def why_ignored(self, code: str) -> str | None:
-        """None when the code counts; else what ignores it: `--ignore`, or `not in --select`."""
+        """None when the code counts; else what ignores it, in the current language: `--ignore`, `not in
+        --select`, `ignore in cudadoctor.toml`."""
         chosen = max((len(p) for p in self.select if code.startswith(p)), default=-1 if self.select else 0)
         dropped = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
         if dropped >= 0 and dropped >= chosen:
-            return self.ignore_from
+            return _origin("ignore", self.ignore_source)
         if chosen < 0:
-            return _not_in(self.select_from)
+            from cudadoctor.locale import _
+
+            return _("not in {option}").format(option=_origin("select", self.select_source))
         return None
 
     @property
@@ -243,10 +246,12 @@ class Selection:
         return bool(self.select or self.ignore)
 
 
-def _not_in(where: str) -> str:
+def _origin(key: str, source: str | None) -> str:
+    if source is None:
+        return f"--{key}"
     from cudadoctor.locale import _
 
-    return _("not in {option}").format(option=where)
+    return _("{key} in {source}").format(key=key, source=source)
 
 
 CONFIG_LIMIT = 1 << 20  # bytes: a config file is a few lines
@@ -379,7 +384,7 @@ def selection_from(source: str, data: dict[str, Any]) -> Selection:
                 given[setting.field] = setting.parse(data[key])
             except ValueError as exc:
                 raise ConfigError(f"{source}: {key}: {exc}") from None
-            given[setting.field + "_from"] = f"{key} in {source}"
+            given[setting.field + "_source"] = source
     return Selection(**given)
 
 
@@ -411,5 +416,5 @@ def settings(
         if setting.gate:
             gate[setting.field] = parsed
         else:
-            chosen[setting.field], chosen[setting.field + "_from"] = parsed, f"--{key}"
+            chosen[setting.field], chosen[setting.field + "_source"] = parsed, None
     return merge(req, **gate), replace(selection, **chosen)
