@@ -172,7 +172,7 @@ def check(
     from cudadoctor.commands import check as cmd
     from cudadoctor.commands.config import KEYS
 
-    allowed = {name for name, _parse in KEYS.values()}
+    allowed = {s.field for s in KEYS.values() if s.gate}
     unknown = sorted(set(requirements) - allowed)
     if unknown:
         raise UsageError(f"unknown requirement {', '.join(unknown)}; choose from {', '.join(sorted(allowed))}")
@@ -181,7 +181,7 @@ def check(
     }
 
     def run() -> Any:
-        from cudadoctor.cli import names_option
+        from cudadoctor.commands.options import names_option
 
         size = None
         if transfer_size is not None:

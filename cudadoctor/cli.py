@@ -1,20 +1,26 @@
-"""The command line: one click group whose commands are loaded only when called (as pip's command table
-does), so `cudadoctor gpus` never imports what `check` needs. One usage-error style everywhere: one line
-on stderr, exit 2."""
+"""The command line, the dispatcher only: one click group whose commands are loaded only when called (as
+pip's command table does), so `cudadoctor gpus` never imports what `check` needs; the group's own options
+(--lang, --version); click's words in the user's language; and the exit codes of whatever escapes a
+command (one usage-error style everywhere: one line on stderr, exit 2). The option types and output
+helpers the commands share are in commands/options.py and commands/output.py."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import itertools
-import os
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from cudadoctor import locale as i18n
-from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
+
+# Seconds, names_option, size_option, fail, run_command: re-exported from where they lived before
+# commands/options.py and commands/output.py, for the commands that still import them from here
+from cudadoctor.commands.options import Seconds, names_option, size_option  # noqa: F401
+from cudadoctor.commands.output import UsageError, echo, fail, flush_output, quiet_exit, run_command, usage  # noqa: F401
+from cudadoctor.exitcodes import EXIT_INCOMPLETE
 from cudadoctor.locale import _
 from cudadoctor.version import __version__
 
@@ -32,67 +38,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("cudadoctor.commands.mcp:mcp", "Serve the doctor to coding agents (Model Context Protocol, stdio)."),
     "completion": ("cudadoctor.commands.completion:completion", "Print the shell completion script."),
 }
-
-
-class Seconds(click.FloatRange):
-    """A time bound in seconds: finite ("nan" and "inf" would remove the bound), at least `min` and at most
-    a million (a deadline further off overflows the platform's time_t in waits)."""
-
-    name = "number of seconds"  # click's "'x' is not a valid {name}."
-    MOST = 1e6
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        import math
-
-        result = super().convert(value, param, ctx)
-        if not math.isfinite(result):
-            self.fail(_("{value} is not a finite number of seconds").format(value=repr(value)), param, ctx)
-        if result > self.MOST:
-            self.fail(
-                _("{value} is more than {most} seconds").format(value=repr(value), most=f"{self.MOST:g}"), param, ctx
-            )
-        return result
-
-
-class UsageError(click.UsageError):
-    """A usage error whose message is printed as one line."""
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """The one usage-error style: `cudadoctor: message` on stderr, exit 2, in the user's language (a
-    message not written with `_()` is translated here, by its template: locale/usage.py)."""
-    click.echo(f"cudadoctor: {_usage(message)}", err=True)
-    sys.exit(code)
-
-
-def _usage(message: str) -> str:
-    if i18n.current() == i18n.ENGLISH:
-        return message  # without importing the templates
-    from cudadoctor.locale.usage import translate
-
-    return translate(message)
-
-
-def echo(text: str, err: bool = False, nl: bool = True) -> None:
-    """Output that survives a closed pipe or a full disk: one line on stderr instead of a traceback."""
-    try:
-        click.echo(text, err=err, nl=nl)
-    except BrokenPipeError:
-        _quiet_exit()
-    except UnicodeEncodeError:
-        stream = sys.stderr if err else sys.stdout
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        click.echo(text.encode(encoding, errors="replace").decode(encoding), err=err, nl=nl)
-
-
-def _quiet_exit() -> NoReturn:
-    # the reader went away (`| head`): nothing more can be said on stdout, and nothing is wrong
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    os._exit(0)
 
 
 def _translate_click() -> None:
@@ -268,44 +213,6 @@ def cli(ctx: click.Context) -> None:
         ctx.exit(0)
 
 
-def names_option(option: str, value: str | None, known: list[str]) -> set[str]:
-    """A comma-separated list of names, each one checked against `known`."""
-    names = {n.strip() for n in (value or "").split(",") if n.strip()}
-    unknown = sorted(names - set(known))
-    if unknown:
-        raise click.BadParameter(
-            _("unknown name {names}; choose from {known}").format(names=", ".join(unknown), known=", ".join(known)),
-            param_hint=option,
-        )
-    return names
-
-
-def complete_probe_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Shell completion of a comma-separated list of probe names (`--only driver,to<TAB>`): the name being
-    typed, after the ones already given, which it does not offer again."""
-    from click.shell_completion import CompletionItem
-
-    from cudadoctor import probes
-
-    done, comma, last = incomplete.rpartition(",")
-    given = {n.strip() for n in done.split(",")}
-    return [CompletionItem(done + comma + n) for n in probes.names() if n.startswith(last) and n not in given]
-
-
-def size_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from cudadoctor.knowledge.units import parse_size
-
-    if value is None:
-        return None
-    try:
-        size = parse_size(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    if size <= 0:
-        raise click.BadParameter(_("{value} is not a positive size").format(value=repr(value)))
-    return size
-
-
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     i18n.set_language(None)  # before click parses: --help and usage errors already in the user's language
@@ -316,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # usage errors: one line, exit 2
         if isinstance(exc, (click.BadParameter, UsageError)):
-            exc.message = _usage(exc.message)  # our own words inside click's frame ("Invalid value for …")
+            exc.message = usage(exc.message)  # our own words inside click's frame ("Invalid value for …")
         message = " ".join(exc.format_message().split())  # one line: click indents its choices with tabs
         if isinstance(exc, click.UsageError) and exc.ctx is not None and not isinstance(exc, UsageError):
             message += _(" (see `{command} --help`)").format(command=exc.ctx.command_path)
@@ -327,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
-        _quiet_exit()
+        quiet_exit()
     except SystemExit:
         raise
     except OSError as exc:
@@ -342,22 +249,3 @@ def main(argv: list[str] | None = None) -> None:
         echo("cudadoctor: " + _("internal error: {detail} (run with -v for details)").format(detail=detail), err=True)
         sys.exit(EXIT_INCOMPLETE)
     flush_output()
-
-
-def flush_output() -> None:
-    """Flush stdout where its errors can still be told: a closed pipe exits quietly, a full disk says so
-    and exits 3."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _quiet_exit()
-    except OSError as exc:
-        echo("cudadoctor: " + _("cannot write output: {error}").format(error=exc.strerror or exc), err=True)
-        sys.exit(EXIT_INCOMPLETE)
-
-
-def run_command(fn: Any, *args: Any, **kwargs: Any) -> NoReturn:
-    """Run a command body and exit with its code, flushing stdout where errors still can be caught."""
-    code = fn(*args, **kwargs)
-    flush_output()
-    sys.exit(code)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 _FACTS = pytest.StashKey[tuple[Any, Any]]()
-_GATE = pytest.StashKey[Any]()
+_GATE = pytest.StashKey[Any]()  # the gate's check.Judged: its report, and the findings select/ignore left out
 _SECONDS = pytest.StashKey[float]()
 
 
@@ -75,15 +75,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     from cudadoctor.commands import check as check_command
     from cudadoctor.commands.config import ConfigError
+    from cudadoctor.rules import evaluate
 
-    try:
-        req = check_command.requirements(
+    try:  # the config's select and ignore apply to the gate as to `cudadoctor check`
+        req, selection = check_command.settings(
             config.getoption("--cudadoctor-config"), {"fail_on": config.getoption("--cudadoctor-fail-on")}
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"cudadoctor: {exc}") from None
-    report = check_command.diagnose(*_facts(config), req)
-    config.stash[_GATE] = report
+    facts, outcomes = _facts(config)
+    judged = check_command.judge(facts, outcomes, evaluate(facts, outcomes, req), req, selection)
+    config.stash[_GATE] = judged
+    report = judged.report
     if report.exit_code != 0:
         from cudadoctor.model import Severity
 
@@ -95,19 +98,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    report = config.stash.get(_GATE, None)
+    judged = config.stash.get(_GATE, None)
     seconds = config.stash.get(_SECONDS, None)
-    if report is None and seconds is None:
+    if judged is None and seconds is None:
         return
     terminalreporter.section("cudadoctor")
     if seconds is not None:
         terminalreporter.write_line(f"facts collected once for the session in {seconds:.1f} s")
-    if report is None:
+    if judged is None:
         return
-    terminalreporter.write_line(report.verdict)
-    for f in report.findings:
+    terminalreporter.write_line(judged.report.verdict)
+    for f in judged.report.findings:
         if f.severity.value == "warning":
             terminalreporter.write_line(f"  warning {f.code} {f.title}")
+    for f, why in judged.ignored:
+        if f.severity.value in ("error", "warning"):
+            terminalreporter.write_line(f"  ignored {f.code} {f.title} ({why})")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

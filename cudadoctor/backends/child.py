@@ -168,7 +168,11 @@ def run_child(
     env: Mapping[str, str] | None = None,
     stdin: str | None = None,
     max_stdout: int = MAX_STDOUT,
+    grace: float = 0.0,
 ) -> ChildResult:
+    """`grace`: on timeout, SIGTERM the child's process group first and give it this long to end, then
+    SIGKILL. A child that is itself the doctor needs it: its probes run in sessions of their own, which only
+    its SIGTERM handler (cudadoctor/__main__.py) kills; a SIGKILL would leave them running."""
     start = time.monotonic()
     proc = _start(argv, env, stdin is not None)
     if isinstance(proc, str):
@@ -186,6 +190,8 @@ def run_child(
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
+            if grace > 0:
+                _terminate(proc, grace)
             _reap(proc, out, err)
         else:
             _reap(proc, out, err, kill=False)
@@ -338,6 +344,21 @@ def _feed(pipe: Any, data: bytes) -> None:
         pipe.write(data)
         pipe.close()
     except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _terminate(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM to the child's process group, then wait at most `grace` seconds for the child to exit."""
+    try:
+        if sys.platform == "win32":
+            proc.terminate()
+        else:
+            os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError, OSError):
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
         pass
 
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from cudadoctor import locale as i18n
 from cudadoctor import probes
-from cudadoctor.cli import Seconds, complete_probe_names, echo, fail, names_option, run_command, size_option
-from cudadoctor.commands.config import ConfigError, Requirements, find_config, from_mapping, load_file, merge
+from cudadoctor.commands import config
+from cudadoctor.commands.config import Requirements, Selection
+from cudadoctor.commands.options import Seconds, apply, build, complete_probe_names, names_option, size_option
+from cudadoctor.commands.output import check_writable, echo, fail, run_command, write, write_atomically
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cudadoctor.locale import _
 from cudadoctor.model import Finding, ProbeOutcome, Severity, Source
@@ -27,40 +31,51 @@ FORMATS = ("text", "json", "markdown", "openmetrics")
 MAX_REPORT = 64 << 20  # a saved report is a few hundred KB
 
 
-def requirements(config_file: str | None, options: dict[str, Any]) -> Requirements:
-    """Config file first (an explicit --config, else the nearest one), then options on top."""
-    from cudadoctor.commands.config import KEYS
+@dataclass(frozen=True)
+class CheckOptions:
+    """What `check` (or `bench`) was asked: one field per option, as click parsed it."""
 
-    found = load_file(config_file) if config_file is not None else find_config(warn=_warn)
-    base = from_mapping(*found) if found else Requirements()
-    parsed: dict[str, Any] = {}
-    for key, (name, parse) in KEYS.items():
-        value = options.get(name)
-        if value is None or value is False:
-            continue
-        try:
-            parsed[name] = parse(_option_value(name, value))
-        except ValueError as exc:
-            raise ConfigError(f"--{key}: {exc}") from None
-    return merge(base, **parsed)
+    fmt: str = "text"
+    as_json: bool = False
+    output: str | None = None
+    metrics_file: str | None = None
+    redact: bool = False
+    timeout: float | None = None
+    python: str | None = None
+    transfer_size: int | None = None
+    verbose: bool = False
+    from_file: str | None = None
+    full: bool = False
+    only: str | None = None
+    skip: str | None = None
+    config_file: str | None = None
+    junit: str | None = None
+    # the options of config.KEYS as given (their text), by field: the gate's requirements, select, ignore
+    settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    command: str = "check"
+
+    @classmethod
+    def from_click(cls, given: dict[str, Any], **extra: Any) -> CheckOptions:
+        settings = {k: given.pop(k) for k in list(given) if k in config.FIELDS}
+        return build(cls, given, settings=MappingProxyType(settings), **extra)
+
+    @property
+    def format(self) -> str:
+        return "json" if self.as_json else self.fmt
+
+
+def settings(config_file: str | None, options: Mapping[str, Any]) -> tuple[Requirements, Selection]:
+    """The gate's requirements and which codes count: config file first (an explicit --config, else the
+    nearest one, a broken pyproject.toml of another project warned about), then options on top."""
+    return config.settings(config_file, options, warn=_warn)
+
+
+def requirements(config_file: str | None, options: Mapping[str, Any]) -> Requirements:
+    return settings(config_file, options)[0]
 
 
 def _warn(message: str) -> None:
     echo(f"cudadoctor: warning: {message}", err=True)
-
-
-def _option_value(name: str, value: Any) -> Any:
-    """Options arrive as text; the config parsers take TOML's types."""
-    if name == "require_gpus" and isinstance(value, str):
-        if not (value.isascii() and value.isdigit()):
-            raise ValueError(f"{value!r} is not a whole number")
-        return int(value)
-    if name == "min_h2d_gbps" and isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            raise ValueError(f"{value!r} is not a number") from None
-    return value
 
 
 def collect(
@@ -151,26 +166,6 @@ def _needed(req: Requirements) -> set[str]:
     return needed
 
 
-def _check_writable(path: str, option: str) -> None:
-    if not path:
-        fail(f"{option}: an empty path")
-    if os.path.isdir(path):
-        fail(f"cannot write {option} {path}: it is a directory")
-    parent = os.path.dirname(path) or "."
-    if not os.path.isdir(parent):
-        fail(f"cannot write {option} {path}: no such directory {parent}")
-    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        fail(f"cannot write {option} {path}: permission denied")
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        fail(f"cannot write {path}: {exc.strerror or exc}", code=3)
-
-
 def _target_python(python: str | None, timeout: float | None) -> str:
     from cudadoctor.backends.torchenv import ENV_INTERPRETERS, check_interpreter, interpreter_in
 
@@ -212,51 +207,92 @@ def _collect_with_progress(
         return collect(chosen, python, timeout, size, registry)
 
 
-def _write_atomically(path: str, text: str) -> None:
-    """Write beside the target, then rename over it: a reader (node_exporter's textfile collector) sees
-    the old file or the new one, never half of one."""
-    import tempfile
+@dataclass
+class Judged:
+    """A report and the findings that do not count (--select, --ignore), each with what ignored it: they
+    never change the status, and are still shown (one line each) and kept in JSON."""
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = -1, ""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".cudadoctor-", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fd = -1
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the metrics from a collector running as another user
-        os.replace(tmp, path)
-    except OSError as exc:
-        if fd >= 0:
-            os.close(fd)
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
-        fail(f"cannot write {path}: {exc.strerror or exc}", code=3)
+    report: Report
+    ignored: list[tuple[Finding, str]] = field(default_factory=list)
+
+
+def judge(
+    facts: Facts,
+    outcomes: list[ProbeOutcome],
+    found: list[Finding],
+    req: Requirements,
+    selection: Selection,
+    source: Source | None = None,
+    command: str = "check",
+) -> Judged:
+    """The report of the findings that count, in the current language; the others beside it."""
+    why = {f.code: selection.why_ignored(f.code) for f in found}
+    rep = diagnose(facts, outcomes, req, source, command, [f for f in found if why[f.code] is None])
+    dropped = [f for f in found if why[f.code] is not None]
+    if not dropped:
+        return Judged(rep)
+    from cudadoctor.render.localize import findings as localized
+
+    return Judged(rep, [(f, why[f.code] or "") for f in localized(dropped)])
+
+
+def report_json(judged: Judged, redact: bool) -> Any:
+    """The JSON report: the findings that count, then each ignored one with `"ignored": true`."""
+    import dataclasses
+
+    from cudadoctor.render.redact import report_data
+
+    data = report_data(judged.report, redact)
+    if judged.ignored:
+        shown = dataclasses.replace(judged.report, findings=[f for f, _why in judged.ignored])
+        extra = report_data(shown, redact)["findings"]
+        for item, (_finding, why) in zip(extra, judged.ignored, strict=True):
+            item["ignored"], item["ignored_by"] = True, why
+        data["findings"] = [*data["findings"], *extra]
+    return data
+
+
+def ignored_lines(judged: Judged, redact: bool, width: int = 80) -> list[str]:
+    """One line (wrapped to the width) for each ignored error or warning: never silently dropped."""
+    from cudadoctor.render.layout import wrap
+    from cudadoctor.render.redact import scrubber
+
+    scrub = scrubber(judged.report, redact)
+    lines: list[str] = []
+    for f, why in judged.ignored:
+        if f.severity not in (Severity.ERROR, Severity.WARNING):
+            continue
+        line = _("ignored: {code} {title} ({why})").format(code=f.code, title=f.title, why=why)
+        parts = wrap(scrub(line), width - 2)
+        lines += [parts[0], *("  " + p for p in parts[1:])]
+    return lines
 
 
 def emit(
-    rep: Report,
+    judged: Judged,
     fmt: str,
     output: str | None,
     redact: bool,
     verbose: bool,
-    machine: Report | None = None,
+    machine: Judged | None = None,
     metrics_file: str | None = None,
 ) -> None:
     """`machine`: the same report in English, for the files --output and --metrics-file write (machines
-    read them)."""
+    read them). Ignored findings are in the JSON, and a line each under the text report; the Markdown
+    and OpenMetrics renderings count only the findings that count."""
     import json
 
     from cudadoctor.render import markdown, openmetrics, text
     from cudadoctor.render.redact import report_data
 
+    rep = judged.report
     data = report_data(rep, redact)
-    machine_data = data if machine is None else report_data(machine, redact)
-    json_text = json.dumps(data, indent=2) + "\n"
+    machine_data = data if machine is None else report_data(machine.report, redact)
+    json_text = json.dumps(report_json(judged, redact), indent=2) + "\n"
     if output:
-        _write(output, json_text if machine is None else json.dumps(machine_data, indent=2) + "\n")
+        write(output, json_text if machine is None else json.dumps(report_json(machine, redact), indent=2) + "\n")
     if metrics_file:
-        _write_atomically(metrics_file, openmetrics.render(machine_data))
+        write_atomically(metrics_file, openmetrics.render(machine_data))
     if fmt == "json":
         echo(json_text, nl=False)
     elif fmt == "openmetrics":
@@ -264,34 +300,27 @@ def emit(
     elif fmt == "markdown":
         echo(markdown.render(data))
     else:
-        text.render(rep, text.make_console(), verbose=verbose, redact=redact)
+        console = text.make_console()
+        text.render(rep, console, verbose=verbose, redact=redact)
+        for line in ignored_lines(judged, redact, min(console.width, 80)):
+            echo(line)
 
 
-def _refuse_conflicts(
-    fmt: str,
-    as_json: bool,
-    from_file: str | None,
-    timeout: float | None,
-    transfer_size: int | None,
-    full: bool,
-    only: str | None,
-    skip: str | None,
-    python: str | None,
-) -> None:
+def _refuse_conflicts(o: CheckOptions) -> None:
     """Options that contradict each other, or one that another makes meaningless, are a usage error:
     silently obeying one of them prints what the user did not ask for."""
-    if as_json and fmt != "text" and fmt != "json":
-        fail(_("--json and --format {format} ask for two formats: give one").format(format=fmt))
-    if from_file is not None:
+    if o.as_json and o.fmt != "text" and o.fmt != "json":
+        fail(_("--json and --format {format} ask for two formats: give one").format(format=o.fmt))
+    if o.from_file is not None:
         given = [
             name
             for name, value in (
-                ("--only", only),
-                ("--skip", skip),
-                ("--full", full),
-                ("--python", python),
-                ("--timeout", timeout),
-                ("--transfer-size", transfer_size),
+                ("--only", o.only),
+                ("--skip", o.skip),
+                ("--full", o.full),
+                ("--python", o.python),
+                ("--timeout", o.timeout),
+                ("--transfer-size", o.transfer_size),
             )
             if value
         ]
@@ -301,174 +330,154 @@ def _refuse_conflicts(
                     options=", ".join(given)
                 )
             )
-    if only and full:
+    if o.only and o.full:
         measures = ",".join(p.name for p in probes.REGISTRY if not p.default)
         fail(
             _(
                 "--only picks the checks, --full adds the measurements to all: give one (--only {only},{measures})"
-            ).format(only=only, measures=measures)
+            ).format(only=o.only, measures=measures)
         )
 
 
-def run_check(
-    fmt: str,
-    as_json: bool,
-    output: str | None,
-    redact: bool,
-    from_file: str | None,
-    timeout: float | None,
-    python: str | None,
-    full: bool,
-    transfer_size: int | None,
-    only: str | None,
-    skip: str | None,
-    config_file: str | None,
-    junit: str | None,
-    verbose: bool,
-    gate: dict[str, Any],
-    metrics_file: str | None = None,
-    command: str = "check",
-    registry: Sequence[probes.Probe] = probes.REGISTRY,
-) -> int:
-    _refuse_conflicts(fmt, as_json, from_file, timeout, transfer_size, full, only, skip, python)
-    for option, path in (("--output", output), ("--junit", junit), ("--metrics-file", metrics_file)):
+def run_check(o: CheckOptions, registry: Sequence[probes.Probe] = probes.REGISTRY) -> int:
+    _refuse_conflicts(o)
+    for option, path in (("--output", o.output), ("--junit", o.junit), ("--metrics-file", o.metrics_file)):
         if path is not None:
-            _check_writable(path, option)
-    if python is not None and not python:
+            check_writable(path, option)
+    if o.python is not None and not o.python:
         fail("--python: an empty path")
     try:
-        req = requirements(config_file, gate)
+        req, selection = settings(o.config_file, o.settings)
     except ValueError as exc:  # ConfigError and bad option values
         fail(str(exc))
     source = None
-    if from_file is not None:
+    if o.from_file is not None:
         try:
-            facts, outcomes, source = load_saved(from_file)
+            facts, outcomes, source = load_saved(o.from_file)
         except ValueError as exc:
             fail(str(exc))
     else:
-        known = [p.name for p in registry]
-        chosen = probes.select(
-            names_option("--only", only, known),
-            names_option("--skip", skip, known),
-            full,
-            _needed(req),
-            registry,
-        )
-        if not chosen:
-            fail("--only and --skip leave no probe to run")
-        if transfer_size and not any(p.name == "bandwidth" for p in chosen):
-            fail("--transfer-size sizes the bandwidth measurement, which does not run: add --full or --only bandwidth")
-        if any(p.where != probes.HERE for p in chosen):
-            python = _target_python(python, timeout)
-        facts, outcomes = _collect_with_progress(chosen, python or sys.executable, timeout, transfer_size, registry)
+        facts, outcomes = _run_probes(o, req, registry)
     from cudadoctor.rules import evaluate
 
     found = evaluate(facts, outcomes, req)  # once: each finding keeps its messages' templates
-    rep = machine = diagnose(facts, outcomes, req, source, command, found)
+    shown = machine = judge(facts, outcomes, found, req, selection, source, o.command)
     github = os.environ.get("GITHUB_ACTIONS") == "true"
-    if (output or junit or github or metrics_file) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
+    if (o.output or o.junit or github or o.metrics_file) and i18n.current() != i18n.ENGLISH and not i18n.explicit():
         with i18n.use(i18n.ENGLISH):  # JSON, JUnit and annotations stay English unless --lang asked otherwise
-            machine = diagnose(facts, outcomes, req, source, command, found)
-    english = machine if machine is not rep else None
-    emit(rep, "json" if as_json else fmt, output, redact, verbose, english, metrics_file)
-    if junit:
+            machine = judge(facts, outcomes, found, req, selection, source, o.command)
+    english = machine if machine is not shown else None
+    emit(shown, o.format, o.output, o.redact, o.verbose, english, o.metrics_file)
+    if o.junit:
         from cudadoctor.render.junit import render as junit_xml
 
-        _write(junit, junit_xml(machine))
+        write(o.junit, junit_xml(machine.report))
     if github:
         from cudadoctor.render.github import annotations
 
-        for line in annotations(machine):
-            echo(line, err=fmt == "json" or as_json)
-    return rep.exit_code
+        for line in annotations(machine.report):
+            echo(line, err=o.format == "json")
+    return shown.report.exit_code
 
 
-def _options(fn: Any) -> Any:
-    """The options check and bench share."""
-    for decorator in reversed(
-        [
-            click.option(
-                "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format."
-            ),
-            click.option("--json", "as_json", is_flag=True, help="Same as --format json."),
-            click.option(
-                "--output", "-o", type=str, metavar="FILE", help="Also write the JSON report to FILE (any --format)."
-            ),
-            click.option(
-                "--metrics-file",
-                type=str,
-                metavar="FILE",
-                help="Also write OpenMetrics to FILE, atomically (node_exporter's textfile collector).",
-            ),
-            click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output."),
-            click.option(
-                "--timeout",
-                type=Seconds(min=0.5),
-                metavar="SECONDS",
-                help=f"One time bound for every probe instead of its own: {probes.bounds_text()}.",
-            ),
-            click.option(
-                "--python",
-                "python",
-                type=str,
-                metavar="PATH",
-                help="Diagnose the torch of another interpreter (a venv or conda env); nothing is installed.",
-            ),
-            click.option(
-                "--transfer-size",
-                callback=size_option,
-                metavar="SIZE",
-                help="Bytes per timed copy in the bandwidth measurement (default 256MiB; capped by free memory).",
-            ),
-            click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks."),
-        ]
-    ):
-        fn = decorator(fn)
-    return fn
+def _run_probes(
+    o: CheckOptions, req: Requirements, registry: Sequence[probes.Probe]
+) -> tuple[Facts, list[ProbeOutcome]]:
+    known = [p.name for p in registry]
+    chosen = probes.select(
+        names_option("--only", o.only, known),
+        names_option("--skip", o.skip, known),
+        o.full,
+        _needed(req),
+        registry,
+    )
+    if not chosen:
+        fail("--only and --skip leave no probe to run")
+    if o.transfer_size and not any(p.name == "bandwidth" for p in chosen):
+        fail("--transfer-size sizes the bandwidth measurement, which does not run: add --full or --only bandwidth")
+    python = o.python
+    if any(p.where != probes.HERE for p in chosen):
+        python = _target_python(python, o.timeout)
+    return _collect_with_progress(chosen, python or sys.executable, o.timeout, o.transfer_size, registry)
+
+
+# the options check and bench share
+_SHARED = [
+    click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format."
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Same as --format json."),
+    click.option("--output", "-o", type=str, metavar="FILE", help="Also write the JSON report to FILE (any --format)."),
+    click.option(
+        "--metrics-file",
+        type=str,
+        metavar="FILE",
+        help="Also write OpenMetrics to FILE, atomically (node_exporter's textfile collector).",
+    ),
+    click.option("--redact", is_flag=True, help="Replace host and user names and GPU/MIG UUIDs in the output."),
+    click.option(
+        "--timeout",
+        type=Seconds(min=0.5),
+        metavar="SECONDS",
+        help=f"One time bound for every probe instead of its own: {probes.bounds_text()}.",
+    ),
+    click.option(
+        "--python",
+        "python",
+        type=str,
+        metavar="PATH",
+        help="Diagnose the torch of another interpreter (a venv or conda env); nothing is installed.",
+    ),
+    click.option(
+        "--transfer-size",
+        callback=size_option,
+        metavar="SIZE",
+        help="Bytes per timed copy in the bandwidth measurement (default 256MiB; capped by free memory).",
+    ),
+    click.option("-v", "--verbose", is_flag=True, help="Show probe timings and tracebacks."),
+]
+
+# check's own: which probes, a saved report, and the settings of config.KEYS (the gate, select, ignore)
+_CHECK = [
+    click.option(
+        "--from", "from_file", type=str, metavar="REPORT.json", help="Re-run the rules on a saved JSON report."
+    ),
+    click.option("--full", is_flag=True, help="Also measure: copy bandwidth per GPU and a training smoke test."),
+    click.option(
+        "--only",
+        type=str,
+        metavar="PROBES",
+        shell_complete=complete_probe_names,
+        help=f"Run only these probes: {probes.help_text()}.",
+    ),
+    click.option(
+        "--skip",
+        type=str,
+        metavar="PROBES",
+        shell_complete=complete_probe_names,
+        help="Skip these probes (comma-separated).",
+    ),
+    click.option(
+        "--config",
+        "config_file",
+        type=str,
+        metavar="FILE",
+        help="Requirements file (default: cudadoctor.toml, or [tool.cudadoctor] in pyproject.toml).",
+    ),
+    *config.gate_options(),
+    click.option("--junit", type=str, metavar="FILE", help="Also write a JUnit XML report to FILE."),
+]
 
 
 @click.command()
-@_options
-@click.option("--from", "from_file", type=str, metavar="REPORT.json", help="Re-run the rules on a saved JSON report.")
-@click.option("--full", is_flag=True, help="Also measure: copy bandwidth per GPU and a training smoke test.")
-@click.option(
-    "--only",
-    type=str,
-    metavar="PROBES",
-    shell_complete=complete_probe_names,
-    help=f"Run only these probes: {probes.help_text()}.",
-)
-@click.option(
-    "--skip",
-    type=str,
-    metavar="PROBES",
-    shell_complete=complete_probe_names,
-    help="Skip these probes (comma-separated).",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=str,
-    metavar="FILE",
-    help="Requirements file (default: cudadoctor.toml, or [tool.cudadoctor] in pyproject.toml).",
-)
-@click.option("--require-gpus", type=str, metavar="N", help="Gate: at least N GPUs CUDA can see and that qualify.")
-@click.option("--min-free-memory", type=str, metavar="SIZE", help="Gate: free memory per GPU (8GiB, 8G, 0.5TB).")
-@click.option("--min-compute-capability", type=str, metavar="X.Y", help="Gate: lowest compute capability.")
-@click.option("--expect-torch-cuda", type=str, metavar="X.Y", help="Gate: torch must be built for this CUDA.")
-@click.option("--require-cudnn", is_flag=True, default=None, help="Gate: cuDNN must be usable.")
-@click.option("--min-h2d-gbps", type=str, metavar="G", help="Gate: pinned host-to-device GB/s (measures bandwidth).")
-@click.option("--fail-on", type=click.Choice(["error", "warning"]), help="Lowest severity that fails (default error).")
-@click.option("--junit", type=str, metavar="FILE", help="Also write a JUnit XML report to FILE.")
+@apply(*_SHARED, *_CHECK)
 def check(**options: Any) -> None:
     """Diagnose this machine: driver, CUDA, toolkit, torch, devices; every problem with its fix.
 
     With requirements (options or config) it is a CI health gate: an unmet requirement is a finding,
     and the exit code says whether the machine passes.
     """
-    gate = {k: options.pop(k) for k in list(options) if k in _GATE_OPTIONS}
-    run_command(run_check, gate=gate, registry=_registry(), **options)
+    run_command(run_check, CheckOptions.from_click(options), registry=_registry())
 
 
 def _registry() -> Sequence[probes.Probe]:
@@ -478,32 +487,9 @@ def _registry() -> Sequence[probes.Probe]:
     return obj.get("probes", probes.REGISTRY) if isinstance(obj, dict) else probes.REGISTRY
 
 
-_GATE_OPTIONS = (
-    "require_gpus",
-    "min_free_memory",
-    "min_compute_capability",
-    "expect_torch_cuda",
-    "require_cudnn",
-    "min_h2d_gbps",
-    "fail_on",
-)
-
-
 @click.command()
-@_options
+@apply(*_SHARED)
 def bench(**options: Any) -> None:
     """`check --full`: every check, plus copy bandwidth per GPU and the training smoke test, so it
     reaches the same verdict as check."""
-    run_command(
-        run_check,
-        from_file=None,
-        full=True,
-        only=None,
-        skip=None,
-        config_file=None,
-        junit=None,
-        gate={},
-        command="bench",
-        registry=_registry(),
-        **options,
-    )
+    run_command(run_check, CheckOptions.from_click(options, full=True, command="bench"), registry=_registry())

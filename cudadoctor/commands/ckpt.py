@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
-from cudadoctor.cli import Seconds, echo, fail, run_command
+from cudadoctor.commands.options import Seconds, apply, build
+from cudadoctor.commands.output import echo, fail, run_command, show
 from cudadoctor.locale import N_, _
 
 FORMATS = ("text", "json", "markdown")  # --format: the report's format, as in every command
@@ -31,23 +33,49 @@ _NOT_FIXABLE = {
 }
 
 
-def _common(fn: Any) -> Any:
-    for decorator in reversed(
-        [
-            click.option("--python", type=str, metavar="PATH", help="The interpreter whose torch reads the file."),
-            click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
-            click.option("--redact", is_flag=True, help="Replace host and user names in the output."),
-            click.option("--timeout", type=Seconds(min=1), metavar="SECONDS", help="Time bound for the torch child."),
-            click.option(
-                "--trust",
-                is_flag=True,
-                help="Let torch unpickle with weights_only=False (runs code from the file: only for files you trust).",
-            ),
-            click.option("-v", "--verbose", is_flag=True, help="Show timings."),
-        ]
-    ):
-        fn = decorator(fn)
-    return fn
+@dataclass(frozen=True)
+class CkptOptions:
+    """What `ckpt inspect` was asked: one field per option."""
+
+    path: str = ""
+    fmt: str = "text"
+    model: str | None = None
+    python: str | None = None
+    as_json: bool = False
+    redact: bool = False
+    timeout: float | None = None
+    trust: bool = False
+    verbose: bool = False
+
+    @property
+    def format(self) -> str:
+        return "json" if self.as_json else self.fmt
+
+
+@dataclass(frozen=True)
+class FixOptions(CkptOptions):
+    """What `ckpt fix` was asked: inspect's options, and the copy's."""
+
+    out: str = ""
+    to: str = "cpu"
+    strip_prefix: bool = False
+    state_dict_only: bool = False
+    out_format: str = "torch"
+
+
+# the options inspect and fix share
+_common = apply(
+    click.option("--python", type=str, metavar="PATH", help="The interpreter whose torch reads the file."),
+    click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    click.option("--redact", is_flag=True, help="Replace host and user names in the output."),
+    click.option("--timeout", type=Seconds(min=1), metavar="SECONDS", help="Time bound for the torch child."),
+    click.option(
+        "--trust",
+        is_flag=True,
+        help="Let torch unpickle with weights_only=False (runs code from the file: only for files you trust).",
+    ),
+    click.option("-v", "--verbose", is_flag=True, help="Show timings."),
+)
 
 
 @click.group()
@@ -60,13 +88,13 @@ def ckpt() -> None:
 @click.option("--model", type=str, metavar="MODULE:FACTORY", help="Compare keys and shapes with FACTORY()'s model.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format.")
 @_common
-def inspect(path: str, model: str | None, **options: Any) -> None:
+def inspect(**options: Any) -> None:
     """What PATH is and whether torch.load will read it here, without running code from it.
 
     PATH: a file (torch.save zip or legacy, TorchScript, safetensors, *.index.json) or a directory (DCP,
     a Hugging Face sharded checkpoint).
     """
-    run_command(run_inspect, path, model, **options)
+    run_command(run_inspect, build(CkptOptions, options))
 
 
 @ckpt.command(short_help="Write a fixed copy (CPU storages, no prefix, state dict, safetensors).")
@@ -101,21 +129,11 @@ def inspect(path: str, model: str | None, **options: Any) -> None:
 )
 @click.option("--report", "old_report", type=click.Choice(FORMATS), hidden=True)  # before --format (deprecated)
 @_common
-def fix(
-    path: str,
-    out: str,
-    to: str,
-    strip_prefix: bool,
-    state_dict_only: bool,
-    out_format: str,
-    fmt: str,
-    old_report: str | None,
-    **options: Any,
-) -> None:
+def fix(old_report: str | None, **options: Any) -> None:
     """Write a fixed copy of PATH to NEW: storages on the CPU, prefixes stripped, the state dict alone,
     or safetensors. PATH is never changed; NEW must not exist."""
-    fmt, out_format = _old_spellings(fmt, out_format, old_report)
-    run_command(run_fix, path, out, to, strip_prefix, state_dict_only, out_format, fmt=fmt, **options)
+    options["fmt"], options["out_format"] = _old_spellings(options["fmt"], options["out_format"], old_report)
+    run_command(run_fix, build(FixOptions, options))
 
 
 def _old_spellings(fmt: str, out_format: str, old_report: str | None) -> tuple[str, str]:
@@ -200,20 +218,6 @@ def _ask_torch(facts: Any, python: str, request: dict, timeout: float) -> Any:
     return answer or {}, ProbeOutcome("torch", status, round(seconds, 3), error=None if status == "ok" else error)
 
 
-def _emit(rep: Any, fmt: str, as_json: bool, redact: bool, verbose: bool) -> None:
-    import json
-
-    from cudadoctor.render import markdown, text
-    from cudadoctor.render.redact import report_data
-
-    fmt = "json" if as_json else fmt
-    if fmt in ("json", "markdown"):
-        data = report_data(rep, redact)
-        echo(json.dumps(data, indent=2) if fmt == "json" else markdown.render(data))
-    else:
-        text.render(rep, text.make_console(), verbose=verbose, redact=redact)
-
-
 def _report(facts: Any, outcomes: list) -> Any:
     from cudadoctor.report import build
     from cudadoctor.rules import ckpt as rules
@@ -258,19 +262,9 @@ def inspect_report(path: str, model: str | None, python: str | None, timeout: fl
     return _report(facts, outcomes)
 
 
-def run_inspect(
-    path: str,
-    model: str | None,
-    python: str | None,
-    fmt: str,
-    as_json: bool,
-    redact: bool,
-    timeout: float | None,
-    trust: bool,
-    verbose: bool,
-) -> int:
-    rep = inspect_report(path, model, python, timeout, trust)
-    _emit(rep, fmt, as_json, redact, verbose)
+def run_inspect(o: CkptOptions) -> int:
+    rep = inspect_report(o.path, o.model, o.python, o.timeout, o.trust)
+    show(rep, o.format, o.redact, o.verbose)
     return rep.exit_code
 
 
@@ -281,23 +275,11 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def run_fix(
-    path: str,
-    out: str,
-    to: str,
-    strip_prefix: bool,
-    state_dict_only: bool,
-    out_format: str,
-    python: str | None,
-    fmt: str,
-    as_json: bool,
-    redact: bool,
-    timeout: float | None,
-    trust: bool,
-    verbose: bool,
-) -> int:
+def run_fix(o: FixOptions) -> int:
     from cudadoctor.backends.ckpt import InputError, _request, inspect_path
     from cudadoctor.facts.ckpt import FixResult
+
+    path, out, out_format, state_dict_only, trust = o.path, o.out, o.out_format, o.state_dict_only, o.trust
 
     if not out:
         fail(_("--out: an empty path"))
@@ -310,7 +292,7 @@ def run_fix(
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         fail(_("--out {out}: no such directory {parent}").format(out=out, parent=parent))
-    facts, py = _prepare(path, python, timeout, trust)
+    facts, py = _prepare(path, o.python, o.timeout, trust)
     name = os.path.basename(facts.path)
     if facts.format not in FIXABLE:
         fail(
@@ -356,10 +338,10 @@ def run_fix(
         "fix",
         out=os.path.abspath(out),
         out_format=out_format,
-        strip=strip_prefix,
+        strip=o.strip_prefix,
         state_dict_only=state_dict_only,
     )
-    answer, outcome = _ask_torch(facts, py, request, timeout or 600.0)
+    answer, outcome = _ask_torch(facts, py, request, o.timeout or 600.0)
     result = FixResult(out=out, format=out_format)
     result.ok = bool(answer.get("ok"))
     t = facts.torch
@@ -372,7 +354,7 @@ def run_fix(
     result.verified = answer.get("verified")
     result.verify_error = answer.get("verify_error")
     result.mapped_from = sorted(d for d in (facts.storage_devices or {}) if d not in ("cpu", "unknown"))
-    if strip_prefix and not result.stripped and result.ok:
+    if o.strip_prefix and not result.stripped and result.ok:
         line = _("--strip-prefix: the keys of {name} carry no 'module.'/'_orig_mod.' prefix").format(name=name)
         echo(f"cudadoctor: {line}", err=True)
     report_facts = facts
@@ -386,7 +368,7 @@ def run_fix(
     report_facts.system = None
     _system(report_facts)
     rep = _report(report_facts, [outcome])
-    _emit(rep, fmt, as_json, redact, verbose)
+    show(rep, o.format, o.redact, o.verbose)
     return rep.exit_code
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from cudadoctor.cli import echo, fail
+from cudadoctor.commands.output import echo, fail
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -22,9 +22,8 @@ def completion(shell: str) -> None:
     """
     from click.shell_completion import get_completion_class
 
-    from cudadoctor.cli import cli
-
     cls = get_completion_class(shell)
     if cls is None:  # pragma: no cover - click ships all three
         fail(f"no completion for {shell}")
-    echo(cls(cli, {}, "cudadoctor", "_CUDADOCTOR_COMPLETE").source())
+    root = click.get_current_context().find_root().command  # the group that dispatched here (cli.py)
+    echo(cls(root, {}, "cudadoctor", "_CUDADOCTOR_COMPLETE").source())

@@ -1,11 +1,17 @@
-"""Gate requirements from options and config files ([tool.cudadoctor] in pyproject.toml, or
-cudadoctor.toml). Options override the file. A bad file is a one-line error naming file and key."""
+"""The settings of `check` from options and config files ([tool.cudadoctor] in pyproject.toml, or
+cudadoctor.toml): the gate's requirements, and which finding codes count (select, ignore). Options override
+the file. A bad file is a one-line error naming file and key.
+
+One table, KEYS, holds every setting: its config key (and option, --key), what it sets, how a value is
+read, and the option's help. The config schema, check's gate options (`gate_options`) and the merge of the
+two (`settings`) all come from it."""
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cudadoctor.knowledge.architectures import parse_cc
@@ -22,11 +28,16 @@ __all__ = [
     "KEYS",
     "ConfigError",
     "Requirements",
+    "Selection",
+    "Setting",
     "find_config",
     "fleet_limits",
     "from_mapping",
+    "gate_options",
     "load_file",
     "merge",
+    "selection_from",
+    "settings",
 ]
 
 
@@ -90,16 +101,157 @@ def _text(check):  # type: ignore[no-untyped-def]
     return parse
 
 
-# config key -> (field, parser)
-KEYS = {
-    "require-gpus": ("require_gpus", _positive_int),
-    "min-free-memory": ("min_free_memory", _size),
-    "min-compute-capability": ("min_compute_capability", _text(_cc)),
-    "expect-torch-cuda": ("expect_torch_cuda", _text(_cuda)),
-    "require-cudnn": ("require_cudnn", _flag),
-    "min-h2d-gbps": ("min_h2d_gbps", _gbps),
-    "fail-on": ("fail_on", _fail_on),
+def _whole_number(text: str) -> Any:
+    """An option's text for a whole number (the config file has TOML's integers)."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def _number(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+
+
+def _codes(value: Any) -> tuple[str, ...]:
+    """Finding codes or code prefixes (CD205, CD2), as a TOML list or one comma-separated string; each must
+    name at least one code of the catalogue."""
+    from cudadoctor.rules import CATALOGUE
+
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{value!r} is not a list of finding codes")
+    codes = tuple(dict.fromkeys(v.strip().upper() for v in value if v.strip()))
+    unknown = [c for c in codes if not any(code.startswith(c) for code in CATALOGUE)]
+    if unknown:
+        from cudadoctor.locale import _
+
+        # in the user's language here: a message built with an f-string would stay English (locale/usage.py)
+        raise ValueError(
+            _("unknown finding code {code}; docs/findings.md lists every code").format(code=", ".join(unknown))
+        )
+    return codes
+
+
+def _same(text: str) -> Any:
+    return text
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of `check`: the config key is KEYS' key, the option is --KEY."""
+
+    field: str  # Requirements' field, or Selection's (gate=False)
+    parse: Callable[[Any], Any]  # a TOML value -> the setting (ValueError says why not)
+    help: str  # the option's
+    metavar: str | None = None  # None: a flag, or a choice
+    text: Callable[[str], Any] = _same  # the option's text -> the TOML type `parse` takes
+    choices: tuple[str, ...] = ()
+    gate: bool = True  # a requirement of the gate; False: which codes count
+
+
+# config key (and option --KEY) -> the setting
+KEYS: dict[str, Setting] = {
+    "require-gpus": Setting(
+        "require_gpus",
+        _positive_int,
+        help="Gate: at least N GPUs CUDA can see and that qualify.",
+        metavar="N",
+        text=_whole_number,
+    ),
+    "min-free-memory": Setting(
+        "min_free_memory", _size, help="Gate: free memory per GPU (8GiB, 8G, 0.5TB).", metavar="SIZE"
+    ),
+    "min-compute-capability": Setting(
+        "min_compute_capability", _text(_cc), help="Gate: lowest compute capability.", metavar="X.Y"
+    ),
+    "expect-torch-cuda": Setting(
+        "expect_torch_cuda", _text(_cuda), help="Gate: torch must be built for this CUDA.", metavar="X.Y"
+    ),
+    "require-cudnn": Setting("require_cudnn", _flag, help="Gate: cuDNN must be usable."),
+    "min-h2d-gbps": Setting(
+        "min_h2d_gbps",
+        _gbps,
+        help="Gate: pinned host-to-device GB/s (measures bandwidth).",
+        metavar="G",
+        text=_number,
+    ),
+    "fail-on": Setting(
+        "fail_on", _fail_on, help="Lowest severity that fails (default error).", choices=("error", "warning")
+    ),
+    "select": Setting(
+        "select",
+        _codes,
+        help="Only these finding codes count (CD205, or a prefix: CD2); the others are shown as ignored.",
+        metavar="CODES",
+        gate=False,
+    ),
+    "ignore": Setting(
+        "ignore",
+        _codes,
+        help="These finding codes (or prefixes) never fail the check; shown as ignored, kept in JSON.",
+        metavar="CODES",
+        gate=False,
+    ),
 }
+
+
+def gate_options() -> list[Callable[[Any], Any]]:
+    """`check`'s options for KEYS, in the table's order."""
+    import click
+
+    out = []
+    for key, s in KEYS.items():
+        if s.choices:
+            out.append(click.option(f"--{key}", s.field, type=click.Choice(list(s.choices)), help=s.help))
+        elif s.metavar is None:
+            out.append(click.option(f"--{key}", s.field, is_flag=True, default=None, help=s.help))
+        else:
+            out.append(click.option(f"--{key}", s.field, type=str, metavar=s.metavar, help=s.help))
+    return out
+
+
+FIELDS = {s.field for s in KEYS.values()}  # the options `gate_options` adds, by parameter name
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which finding codes count, as ruff selects rules: a finding counts unless the longest prefix that
+    names its code is in `ignore` (ties: ignored), or `select` is given and names it nowhere. A finding that
+    does not count never changes the exit code, and is still shown (as ignored) and kept in JSON."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    select_source: str | None = None  # the config file each came from; None: the option
+    ignore_source: str | None = None
+
+    def why_ignored(self, code: str) -> str | None:
+        """None when the code counts; else what ignores it, in the current language: `--ignore`, `not in
+        --select`, `ignore in cudadoctor.toml`."""
+        chosen = max((len(p) for p in self.select if code.startswith(p)), default=-1 if self.select else 0)
+        dropped = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        if dropped >= 0 and dropped >= chosen:
+            return _origin("ignore", self.ignore_source)
+        if chosen < 0:
+            from cudadoctor.locale import _
+
+            return _("not in {option}").format(option=_origin("select", self.select_source))
+        return None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.select or self.ignore)
+
+
+def _origin(key: str, source: str | None) -> str:
+    if source is None:
+        return f"--{key}"
+    from cudadoctor.locale import _
+
+    return _("{key} in {source}").format(key=key, source=source)
 
 
 CONFIG_LIMIT = 1 << 20  # bytes: a config file is a few lines
@@ -207,17 +359,62 @@ def from_mapping(source: str, data: dict[str, Any]) -> Requirements:
     for key, value in data.items():
         if key == "fleet":
             continue  # fleet's expected figures: fleet_limits
-        if key not in KEYS:
-            raise ConfigError(f"{source}: unknown key {key!r} (known: {', '.join(KEYS)})")
-        name, parse = KEYS[key]
+        setting = _setting(source, key)
         try:
-            req = replace(req, **{name: parse(value)})
+            parsed = setting.parse(value)
         except ValueError as exc:
             raise ConfigError(f"{source}: {key}: {exc}") from None
+        if setting.gate:
+            req = replace(req, **{setting.field: parsed})
     return req
+
+
+def _setting(source: str, key: str) -> Setting:
+    if key not in KEYS:
+        raise ConfigError(f"{source}: unknown key {key!r} (known: {', '.join(KEYS)})")
+    return KEYS[key]
+
+
+def selection_from(source: str, data: dict[str, Any]) -> Selection:
+    """The select and ignore keys of a config table (from_mapping checks the whole table)."""
+    given = {}
+    for key, setting in KEYS.items():
+        if not setting.gate and key in data:
+            try:
+                given[setting.field] = setting.parse(data[key])
+            except ValueError as exc:
+                raise ConfigError(f"{source}: {key}: {exc}") from None
+            given[setting.field + "_source"] = source
+    return Selection(**given)
 
 
 def merge(base: Requirements, **options: Any) -> Requirements:
     """Options given on the command line (not None / not False) override the file."""
     given = {k: v for k, v in options.items() if v is not None and v is not False}
     return replace(base, **given)
+
+
+def settings(
+    config_file: str | None, given: Mapping[str, Any], warn: Callable[[str], None] | None = None
+) -> tuple[Requirements, Selection]:
+    """The config file first (an explicit --config, else the nearest one), then the options given on top:
+    `given` maps KEYS' fields to the options' text (None / False: not given). ConfigError names the file
+    and key, or the option."""
+    found = load_file(config_file) if config_file is not None else find_config(warn=warn)
+    req = from_mapping(*found) if found else Requirements()
+    selection = selection_from(*found) if found else Selection()
+    gate: dict[str, Any] = {}
+    chosen: dict[str, Any] = {}
+    for key, setting in KEYS.items():
+        value = given.get(setting.field)
+        if value is None or value is False:
+            continue
+        try:
+            parsed = setting.parse(setting.text(value) if isinstance(value, str) else value)
+        except ValueError as exc:
+            raise ConfigError(f"--{key}: {exc}") from None
+        if setting.gate:
+            gate[setting.field] = parsed
+        else:
+            chosen[setting.field], chosen[setting.field + "_source"] = parsed, None
+    return merge(req, **gate), replace(selection, **chosen)

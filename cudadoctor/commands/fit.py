@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cudadoctor.cli import echo, fail, run_command
+from cudadoctor.commands.output import fail, run_command, show
 
 FORMATS = ("text", "json", "markdown")
 
@@ -81,15 +81,6 @@ def fit(model: str, training: bool, fmt: str, as_json: bool) -> None:
 
 
 def _run(model: str, training: bool, fmt: str) -> int:
-    import json
-
-    from cudadoctor.render import markdown, text
-    from cudadoctor.render.redact import report_data
-
     rep = fit_report(model, training)
-    if fmt in ("json", "markdown"):
-        data = report_data(rep, False)
-        echo(json.dumps(data, indent=2) if fmt == "json" else markdown.render(data))
-    else:
-        text.render(rep, text.make_console(), verbose=False, redact=False)
+    show(rep, fmt)
     return rep.exit_code

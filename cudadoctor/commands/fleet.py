@@ -24,12 +24,14 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from cudadoctor import probes
-from cudadoctor.cli import Seconds, echo, fail, names_option, run_command, size_option
+from cudadoctor.commands.options import Seconds, build, names_option, size_option
+from cudadoctor.commands.output import check_writable, echo, fail, run_command, write
 from cudadoctor.locale import _
 from cudadoctor.model import ProbeOutcome, Severity
 from cudadoctor.report import EXIT_INCOMPLETE, EXIT_OK
@@ -46,6 +48,46 @@ GiB = 1 << 30
 # --quick: a Slurm prolog or HealthCheckProgram is killed after 60 s (cuda-facts §12)
 # The bounds add up to about 35 s, so start-up and a loaded node still leave a wide margin under 60 s.
 QUICK = {"check": 12.0, "join": 15.0, "timeout": 8.0, "size": 64 * MiB}
+LIMITS = ("min_tflops", "min_memory_gbps", "min_h2d_gbps", "min_busbw")  # expected figures (config: [fleet])
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """What `fleet` was asked, but torchrun's launcher options (LAUNCH_OPTIONS): one field per option."""
+
+    full: bool = False
+    quick: bool = False
+    expect_gpus: int | None = None
+    expect_nodes: int | None = None
+    fmt: str = "text"
+    as_json: bool = False
+    output: str | None = None
+    junit: str | None = None
+    redact: bool = False
+    fail_on: str | None = None
+    timeout: float | None = None
+    join_timeout: float | None = None
+    check_timeout: float | None = None
+    skip: str | None = None
+    max_size: int = 1 << 30
+    pairwise: bool = False
+    backend: str | None = None
+    min_tflops: float | None = None
+    min_memory_gbps: float | None = None
+    min_h2d_gbps: float | None = None
+    min_busbw: float | None = None
+    verbose: bool = False
+
+    @property
+    def format(self) -> str:
+        return "json" if self.as_json else self.fmt
+
+    def bounded(self) -> FleetOptions:
+        """With the collectives' and the join's bounds set: the option's, --quick's, or the default."""
+        timeout = self.timeout or (QUICK["timeout"] if self.quick else 60.0)
+        return replace(
+            self, timeout=timeout, join_timeout=self.join_timeout or (QUICK["join"] if self.quick else 120.0)
+        )
 
 
 def sizes(max_size: int, full: bool, quick: bool) -> list[int]:
@@ -61,11 +103,11 @@ def sizes(max_size: int, full: bool, quick: bool) -> list[int]:
     return out or [max_size]
 
 
-def child_config(opts: dict[str, Any], nodes: int, check_bound: float) -> tuple[dict[str, Any], float]:
-    """What the child does, and how long its parent lets it run."""
-    full, quick = opts["full"], opts["quick"]
-    timeout, join = opts["timeout"], opts["join_timeout"]
-    szs = sizes(opts["max_size"], full, quick)
+def child_config(opts: FleetOptions, nodes: int, check_bound: float) -> tuple[dict[str, Any], float]:
+    """What the child does, and how long its parent lets it run (`opts` with its bounds set)."""
+    full, quick = opts.full, opts.quick
+    timeout, join = opts.timeout or 0.0, opts.join_timeout or 0.0
+    szs = sizes(opts.max_size, full, quick)
     groups = ["node", "world"] if full else (["world"] if nodes > 1 else ["node"])
     cfg: dict[str, Any] = {
         "timeout": timeout,
@@ -76,9 +118,9 @@ def child_config(opts: dict[str, Any], nodes: int, check_bound: float) -> tuple[
         "sizes": szs,
         "groups": groups,
         "lag_iters": 20 if full else 0,
-        "pairs": "always" if opts["pairwise"] else bool(full),
-        "busbw_floor": opts["min_busbw"],
-        "backend": opts["backend"],
+        "pairs": "always" if opts.pairwise else bool(full),
+        "busbw_floor": opts.min_busbw,
+        "backend": opts.backend,
         "warmup": 3 if full else 1,
         "iters": 10 if full else 3,
         # several nodes: the other ranks wait for rank 0's exit code (see run_fleet)
@@ -217,17 +259,15 @@ LAUNCH_OPTIONS = (
 RDZV_JOIN = 600.0  # torchrun's c10d join_timeout when --rdzv-conf does not set one
 
 
-def _validate(o: dict[str, Any], rank0: bool) -> set[str]:
+def _validate(o: FleetOptions, rank0: bool) -> set[str]:
     """The options every worker checks before it starts, and the launcher before it starts any."""
-    if o["full"] and o["quick"]:
+    if o.full and o.quick:
         fail(_("--full and --quick do not go together"))
-    skip = names_option("--skip", o["skip"], probes.names())
+    skip = names_option("--skip", o.skip, probes.names())
     if rank0:
-        from cudadoctor.commands.check import _check_writable
-
-        for option, path in (("--output", o["output"]), ("--junit", o["junit"])):
+        for option, path in (("--output", o.output), ("--junit", o.junit)):
             if path is not None:
-                _check_writable(path, option)
+                check_writable(path, option)
     return skip
 
 
@@ -287,16 +327,13 @@ def _rdzv_join(conf: str | None) -> float:
     return RDZV_JOIN
 
 
-def launch_bound(o: dict[str, Any], launch: dict[str, Any], skip: set[str]) -> float:
+def launch_bound(o: FleetOptions, launch: dict[str, Any], skip: set[str]) -> float:
     """How long the launcher may run: torchrun's rendezvous, then the slowest worker (its node check
     and its own child), with room for the interpreters to start."""
     nodes = str(launch.get("nnodes") or "1").rpartition(":")[2]
-    check_timeout = QUICK["check"] if o["quick"] else o["check_timeout"]
+    check_timeout = QUICK["check"] if o.quick else o.check_timeout
     check = _check_bound(skip, check_timeout)
-    opts = dict(o)
-    opts["timeout"] = o["timeout"] or (QUICK["timeout"] if o["quick"] else 60.0)
-    opts["join_timeout"] = o["join_timeout"] or (QUICK["join"] if o["quick"] else 120.0)
-    _cfg, child = child_config(opts, int(nodes) if nodes.isdigit() else 1, check)
+    _cfg, child = child_config(o.bounded(), int(nodes) if nodes.isdigit() else 1, check)
     return _rdzv_join(launch.get("rdzv_conf")) + check + child + 30 + 120
 
 
@@ -322,7 +359,7 @@ def exit_code(failures: Mapping[int, int | None]) -> int:
     return code if code is not None and 0 < code < 128 else EXIT_INCOMPLETE
 
 
-def run_launcher(launch: dict[str, Any], workers: list[str], **o: Any) -> int:
+def run_launcher(launch: dict[str, Any], workers: list[str], o: FleetOptions) -> int:
     import shutil
     import tempfile
 
@@ -338,7 +375,7 @@ def run_launcher(launch: dict[str, Any], workers: list[str], **o: Any) -> int:
             ).format(option=given)
         )
     skip = _validate(o, rank0=True)
-    _config_limits(o)
+    o = _config_limits(o)
     env = {**os.environ, **_terminal_environ(os.environ)}
     log_dir = tempfile.mkdtemp(prefix="cudadoctor-fleet-")  # torchrun's per-worker error files
     try:
@@ -355,29 +392,24 @@ def run_launcher(launch: dict[str, Any], workers: list[str], **o: Any) -> int:
     return exit_code(run.failures)
 
 
-def run_fleet(**o: Any) -> int:
+def run_fleet(o: FleetOptions) -> int:
     from cudadoctor.backends import fleet as backend
 
     check_environ(os.environ)
     backend.bind_to_launcher(os.environ)
     lau = backend.launch(os.environ)
-    fmt = "json" if o["as_json"] else o["fmt"]
     skip = _validate(o, rank0=lau.rank == 0)
-    if o["quick"]:
-        o["timeout"] = o["timeout"] or QUICK["timeout"]
-        o["join_timeout"] = o["join_timeout"] or QUICK["join"]
-    o["timeout"] = o["timeout"] or 60.0
-    o["join_timeout"] = o["join_timeout"] or 120.0
-    check_timeout = QUICK["check"] if o["quick"] else o["check_timeout"]
+    o = o.bounded()
+    check_timeout = QUICK["check"] if o.quick else o.check_timeout
     payload, check_bound = None, _check_bound(skip, check_timeout)
     if lau.local_rank == 0:
         try:
             payload, check_bound = _node_check(skip, check_timeout)
         except Exception as exc:  # the node is still part of the fleet; rank 0 says its check failed
             payload = json.dumps({"node_check_error": f"{type(exc).__name__}: {exc}"})
-    _config_limits(o)
+    o = _config_limits(o)
     cfg, bound = child_config(o, lau.nodes or 1, check_bound)
-    cfg["connect_timeout"] = connect_timeout(o["join_timeout"], check_bound, lau, os.environ)
+    cfg["connect_timeout"] = connect_timeout(o.join_timeout or 0.0, check_bound, lau, os.environ)
     run = backend.run(cfg, payload, bound, os.environ, lau)
     lost = backend.unreachable(run)
     if lost is not None:
@@ -404,19 +436,18 @@ def run_fleet(**o: Any) -> int:
         if code != EXIT_OK:
             backend.write_error_file(os.environ, f"cudadoctor fleet: rank 0 exited {code}; its output has the report")
         return code
-    if o["verbose"]:
+    if o.verbose:
         start = next((e["t"] for e in run.events if isinstance(e.get("t"), (int, float))), 0.0)
         for e in run.events:
             what = e.get("step") or ", ".join(k for k in e if k not in ("event", "t"))
             echo(f"fleet: {float(e.get('t', start)) - start:7.2f} s  {e.get('event')}  {what}", err=True)
         echo(f"fleet: rank 0 child started at {start:.3f} (epoch)", err=True)
-    ff = backend.assemble(run, lau, o["expect_nodes"], o["expect_gpus"])
+    ff = backend.assemble(run, lau, o.expect_nodes, o.expect_gpus)
     ff.endpoint = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}" if "MASTER_PORT" in os.environ else None
-    ff.limits = {
-        k: float(o[k]) for k in ("min_tflops", "min_memory_gbps", "min_h2d_gbps", "min_busbw") if o[k] is not None
-    }
+    ff.limits = {k: float(getattr(o, k)) for k in LIMITS if getattr(o, k) is not None}
+    identities = _redact_labels(ff) if o.redact else []
     rep = report(ff, run.error, run.timed_out, o)
-    emit(rep, ff, fmt, o)
+    emit(rep, ff, o, identities)
     if rep.exit_code != EXIT_OK:
         backend.write_error_file(os.environ, f"cudadoctor fleet: {rep.verdict}")
     if (lau.nodes or 1) > 1 and run.end is not None:
@@ -434,7 +465,7 @@ def connect_timeout(join: float, check_bound: float, lau: Launch, environ: Mappi
     return join + (check_bound if own_store and lau.local_rank != 0 else 0.0)
 
 
-def _config_limits(o: dict[str, Any]) -> None:
+def _config_limits(o: FleetOptions) -> FleetOptions:
     """Expected figures from the config's [fleet] table, where no option gave them."""
     from cudadoctor.commands.config import ConfigError, find_config, fleet_limits
 
@@ -442,41 +473,39 @@ def _config_limits(o: dict[str, Any]) -> None:
         limits = fleet_limits(find_config())
     except ConfigError as exc:
         fail(str(exc))
-    for key, value in limits.items():
-        if o.get(key) is None:
-            o[key] = value
+    return replace(o, **{key: value for key, value in limits.items() if getattr(o, key) is None})
 
 
-def report(ff: FleetFacts, run_error: str | None, timed_out: bool, o: dict[str, Any]) -> Report:
+def report(ff: FleetFacts, run_error: str | None, timed_out: bool, o: FleetOptions) -> Report:
+    """The fleet's report (with --redact, `_redact_labels` has taken the node names out of `ff` first)."""
     from cudadoctor.report import build
     from cudadoctor.rules.fleet import evaluate
 
-    if o["redact"]:
-        o["_identities"] = _redact_labels(ff)
     findings = evaluate(ff)
-    outcomes = outcomes_of(ff, run_error, timed_out, o["full"], o["quick"])
+    outcomes = outcomes_of(ff, run_error, timed_out, o.full, o.quick)
     expected = [x.name for x in outcomes if x.status != "skipped" and "/" not in x.name]
     from cudadoctor.render.localize import findings as localized
 
     findings = localized(findings)  # the current language's titles, pages, fix labels, table headers
-    return build("fleet", ff, outcomes, findings, Severity(o["fail_on"] or "error"), expected=expected)
+    return build("fleet", ff, outcomes, findings, Severity(o.fail_on or "error"), expected=expected)
 
 
-def emit(rep: Report, ff: FleetFacts, fmt: str, o: dict[str, Any]) -> None:
-    from cudadoctor.commands.check import _write
+def emit(rep: Report, ff: FleetFacts, o: FleetOptions, identities: list[tuple[str | None, str | None]]) -> None:
+    """The report in its format on stdout, and the files asked for; `identities`: what --redact scrubs."""
     from cudadoctor.render import markdown, text
     from cudadoctor.render.junit import render_cases
     from cudadoctor.render.redact import redact, report_data
 
+    fmt = o.format
     data = report_data(rep, False)
-    for host, user in o.get("_identities", []):
+    for host, user in identities:
         data = redact(data, host, user)
     json_text = json.dumps(data, indent=2) + "\n"
     junit_text = render_cases(rep, "cudadoctor.fleet", list(per_node(ff, rep.findings).items()))
-    if o["output"]:
-        _write(o["output"], json_text)
-    if o["junit"]:
-        _write(o["junit"], junit_text)
+    if o.output:
+        write(o.output, json_text)
+    if o.junit:
+        write(o.junit, junit_text)
     if fmt == "json":
         echo(json_text, nl=False)
     elif fmt == "markdown":
@@ -484,7 +513,7 @@ def emit(rep: Report, ff: FleetFacts, fmt: str, o: dict[str, Any]) -> None:
     elif fmt == "junit":
         echo(junit_text, nl=False)
     else:
-        text.render(rep, text.make_console(), verbose=o["verbose"], redact=o["redact"])
+        text.render(rep, text.make_console(), verbose=o.verbose, redact=o.redact)
 
 
 def _float_option(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -581,6 +610,7 @@ def fleet(**options: Any) -> None:
     the gate fails). Recipes for Slurm and Kubernetes: docs/fleet.md.
     """
     launch = {name: options.pop(name) for _option, name in LAUNCH_OPTIONS}
+    o = build(FleetOptions, options)
     if any(value not in (None, False) for value in launch.values()):
-        run_command(run_launcher, launch, worker_args(click.get_current_context()), **options)
-    run_command(run_fleet, **options)
+        run_command(run_launcher, launch, worker_args(click.get_current_context()), o)
+    run_command(run_fleet, o)

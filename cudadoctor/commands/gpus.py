@@ -14,13 +14,15 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import click
 
-from cudadoctor.cli import Seconds, echo, fail, flush_output, run_command, size_option
 from cudadoctor.commands.gpus_pick import SHELLS, SORT_KEYS, export_lines, sort_devices
 from cudadoctor.commands.gpus_pick import pick as pick_gpus
+from cudadoctor.commands.options import Seconds, build, size_option
+from cudadoctor.commands.output import echo, fail, flush_output, run_command
 from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_ENOUGH_GPUS, EXIT_OK, EXIT_PROBLEMS
 from cudadoctor.facts.nvml import SICK_ERRORS, DriverFacts, NvmlDevice
 from cudadoctor.knowledge.versions import cuda_int_to_str
@@ -31,6 +33,26 @@ from cudadoctor.version import __version__
 NVML_TIMEOUT = 15.0
 WAIT_DEFAULT = 3600.0  # `--pick N --wait` alone: at most an hour, then exit 4 as --pick does
 WAIT_POLL = 2.0  # seconds between NVML queries while waiting (each is one short child)
+
+
+@dataclass(frozen=True)
+class GpusOptions:
+    """What `gpus` was asked: one field per option (the old spelling --format and --sort-by-free folded in)."""
+
+    sort_by: str = "index"
+    reverse: bool = False
+    pick: int | None = None
+    min_free: int | None = None
+    max_util: int | None = None
+    min_cc: str | None = None
+    by: str = "uuid"
+    shell: str = "sh"
+    wait: float | None = None
+    as_json: bool = False
+    wide: bool = False
+    redact: bool = False
+    watch: float | None = None
+    timeout: float = NVML_TIMEOUT
 
 
 def _json(data: dict, indent: int | None = 2) -> str:
@@ -115,28 +137,33 @@ def gpus(**o: Any) -> None:
     if legacy is not None:
         echo(_("cudadoctor: note: gpus --format {value} is now --by {value}").format(value=legacy), err=True)
         o["by"] = legacy
-    if o["pick"] is None and (
-        o["min_free"] is not None
-        or o["max_util"] is not None
-        or o["min_cc"]
-        or o["by"] != "uuid"
-        or o["shell"] != "sh"
-        or o["wait"] is not None
-    ):
-        fail(_("--min-free, --max-util, --min-cc, --by, --shell and --wait go with --pick N"))
-    if o["watch"] is not None and o["pick"] is not None:
-        fail(_("--watch shows the table; it does not go with --pick"))
-    if o["min_cc"] is not None:
-        from cudadoctor.knowledge.architectures import parse_cc
-
-        if parse_cc(o["min_cc"]) is None:
-            fail(_("--min-cc: {value} is not a compute capability like 8.0").format(value=repr(o["min_cc"])))
     o["sort_by"] = "free" if o.pop("sort_by_free") else o["sort_by"]
-    if o["watch"] is not None:
-        run_command(run_gpus, **o)
-    code = run_gpus(**o)
+    opts = build(GpusOptions, o)
+    _refuse_conflicts(opts)
+    if opts.watch is not None:
+        run_command(run_gpus, opts)
+    code = run_gpus(opts)
     flush_output()  # a full disk or a closed pipe is reported here, as for every command
     _exit_now(code)
+
+
+def _refuse_conflicts(o: GpusOptions) -> None:
+    if o.pick is None and (
+        o.min_free is not None
+        or o.max_util is not None
+        or o.min_cc
+        or o.by != "uuid"
+        or o.shell != "sh"
+        or o.wait is not None
+    ):
+        fail(_("--min-free, --max-util, --min-cc, --by, --shell and --wait go with --pick N"))
+    if o.watch is not None and o.pick is not None:
+        fail(_("--watch shows the table; it does not go with --pick"))
+    if o.min_cc is not None:
+        from cudadoctor.knowledge.architectures import parse_cc
+
+        if parse_cc(o.min_cc) is None:
+            fail(_("--min-cc: {value} is not a compute capability like 8.0").format(value=repr(o.min_cc)))
 
 
 def _exit_now(code: int) -> NoReturn:
@@ -284,76 +311,50 @@ def _envelope(driver: DriverFacts, devices: list[NvmlDevice] | None, redact: boo
     return data
 
 
-def run_gpus(
-    sort_by: str,
-    reverse: bool,
-    pick: int | None,
-    min_free: int | None,
-    max_util: int | None,
-    min_cc: str | None,
-    by: str,
-    shell: str,
-    as_json: bool,
-    wide: bool,
-    redact: bool,
-    watch: float | None,
-    timeout: float = NVML_TIMEOUT,
-    wait: float | None = None,
-) -> int:
-    if watch is not None:
-        return _watch(sort_by, reverse, as_json, watch, wide, redact, timeout)
-    if pick is not None and wait is not None:
-        return _wait_for(pick, min_free, max_util, min_cc, by, shell, as_json, redact, wait, timeout)
-    if pick is None and not as_json:  # imported while the NVML child (started by __main__) still queries
+def run_gpus(o: GpusOptions) -> int:
+    if o.watch is not None:
+        return _watch(o, o.watch)
+    if o.pick is not None and o.wait is not None:
+        return _wait_for(o, o.pick, o.wait)
+    if o.pick is None and not o.as_json:  # imported while the NVML child (started by __main__) still queries
         import cudadoctor.knowledge.gpu_health
         import cudadoctor.render.gpus_table  # noqa: F401
     # --pick needs no process details (who holds memory): skip reading them
-    driver = snapshot(with_processes=pick is None or as_json, timeout=timeout)
+    driver = snapshot(with_processes=o.pick is None or o.as_json, timeout=o.timeout)
     problem = _problem(driver)
     if problem is not None and (driver.init_status != "ok" or driver.device_count is None):
         line, code = problem
-        if as_json:
-            echo(_json(_envelope(driver, None, redact, {"message": line.removeprefix("cudadoctor: ")})))
+        if o.as_json:
+            echo(_json(_envelope(driver, None, o.redact, {"message": line.removeprefix("cudadoctor: ")})))
         else:
             echo(line, err=True)
         return code
-    devices = sort_devices(driver.devices, sort_by, reverse)
-    if pick is None:
-        echo(_json(_envelope(driver, devices, redact)) if as_json else _table(driver, devices, wide, redact))
+    devices = sort_devices(driver.devices, o.sort_by, o.reverse)
+    if o.pick is None:
+        echo(_json(_envelope(driver, devices, o.redact)) if o.as_json else _table(driver, devices, o.wide, o.redact))
         if problem is not None:
             echo(problem[0], err=True)
             return problem[1]
         return EXIT_OK
-    return _pick(driver, devices, pick, min_free, max_util, min_cc, by, shell, as_json, redact)
+    return _pick(o, driver, devices, o.pick)
 
 
-def _pick(
-    driver: DriverFacts,
-    devices: list[NvmlDevice],
-    n: int,
-    min_free: int | None,
-    max_util: int | None,
-    min_cc: str | None,
-    by: str,
-    shell: str,
-    as_json: bool,
-    redact: bool,
-) -> int:
+def _pick(o: GpusOptions, driver: DriverFacts, devices: list[NvmlDevice], n: int) -> int:
     candidates = _shown(driver)
-    chosen = pick_gpus(candidates, n, min_free, max_util, min_cc)
+    chosen = pick_gpus(candidates, n, o.min_free, o.max_util, o.min_cc)
     hidden = len(driver.devices) - len(candidates)
-    if as_json:
-        data = _envelope(driver, devices, redact)
+    if o.as_json:
+        data = _envelope(driver, devices, o.redact)
         data["pick"] = {
             "requested": n,
             "qualified": chosen.candidates,
-            "chosen": [d.uuid if by == "uuid" else d.index for d in chosen.chosen],
-            "lines": export_lines(chosen.chosen, by, shell) if chosen.chosen else [],
+            "chosen": [d.uuid if o.by == "uuid" else d.index for d in chosen.chosen],
+            "lines": export_lines(chosen.chosen, o.by, o.shell) if chosen.chosen else [],
             "rejected": {str(k): v for k, v in chosen.rejected.items()},
         }
         echo(_json(data))
     elif chosen.chosen:
-        echo("\n".join(export_lines(chosen.chosen, by, shell)))
+        echo("\n".join(export_lines(chosen.chosen, o.by, o.shell)))
     if not chosen.chosen:
         from cudadoctor.render.localize import label
 
@@ -403,18 +404,7 @@ def _never(driver: DriverFacts, n: int, min_free: int | None, min_cc: str | None
     ).format(could=len(could), count=len(candidates), n=n)
 
 
-def _wait_for(
-    n: int,
-    min_free: int | None,
-    max_util: int | None,
-    min_cc: str | None,
-    by: str,
-    shell: str,
-    as_json: bool,
-    redact: bool,
-    wait: float,
-    timeout: float,
-) -> int:
+def _wait_for(o: GpusOptions, n: int, wait: float) -> int:
     """`--pick N --wait`: query NVML every few seconds until N GPUs qualify or the time runs out; a status
     line on a terminal's stderr meanwhile (never in a pipe), then the same output and exit code as --pick."""
     start = time.monotonic()
@@ -428,15 +418,15 @@ def _wait_for(
 
     try:
         while True:
-            driver = snapshot(with_processes=False, timeout=timeout)
+            driver = snapshot(with_processes=False, timeout=o.timeout)
             problem = _problem(driver)
             if problem is not None and (driver.init_status != "ok" or driver.device_count is None):
                 show("")
                 echo(problem[0], err=True)
                 return problem[1]
-            chosen, count = _qualifying(driver, n, min_free, max_util, min_cc)
+            chosen, count = _qualifying(driver, n, o.min_free, o.max_util, o.min_cc)
             waited = time.monotonic() - start
-            never = _never(driver, n, min_free, min_cc)
+            never = _never(driver, n, o.min_free, o.min_cc)
             if never is not None:  # waiting cannot help: say so now, not after an hour
                 show("")
                 echo("cudadoctor: " + never, err=True)
@@ -449,7 +439,7 @@ def _wait_for(
                     ).format(seconds=f"{waited:.0f}", n=n)
                     echo("cudadoctor: " + line, err=True)
                 devices = sort_devices(driver.devices, "index", False)
-                return _pick(driver, devices, n, min_free, max_util, min_cc, by, shell, as_json, redact)
+                return _pick(o, driver, devices, n)
             show(
                 _(
                     "Waiting for {n} GPUs: {qualified} of {count} qualify now; {waited} of {wait} s, Ctrl-C to stop"
@@ -461,23 +451,22 @@ def _wait_for(
         return EXIT_INTERRUPTED
 
 
-def _watch(
-    sort_by: str, reverse: bool, as_json: bool, interval: float, wide: bool, redact: bool, timeout: float
-) -> int:
-    clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() and not as_json else ""
+def _watch(o: GpusOptions, interval: float) -> int:
+    clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() and not o.as_json else ""
     try:
         while True:
-            driver = snapshot(with_processes=True, timeout=timeout)
+            driver = snapshot(with_processes=True, timeout=o.timeout)
+            devices = sort_devices(driver.devices, o.sort_by, o.reverse)
             problem = _problem(driver)
             if problem is not None and (driver.init_status != "ok" or driver.device_count is None):
                 text = problem[0]
-            elif as_json:
-                text = _json(_envelope(driver, sort_devices(driver.devices, sort_by, reverse), redact), indent=None)
+            elif o.as_json:
+                text = _json(_envelope(driver, devices, o.redact), indent=None)
             else:
                 stamp = time.strftime("%H:%M:%S")
                 every = _("{stamp}  every {interval} s, Ctrl-C to stop").format(stamp=stamp, interval=f"{interval:g}")
-                text = every + "\n" + _table(driver, sort_devices(driver.devices, sort_by, reverse), wide, redact)
-            echo(clear + text + ("" if clear or as_json else "\n"))
+                text = every + "\n" + _table(driver, devices, o.wide, o.redact)
+            echo(clear + text + ("" if clear or o.as_json else "\n"))
             sys.stdout.flush()
             time.sleep(interval)
     except KeyboardInterrupt:

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from typing import Any
 
 import click
 
-from cudadoctor.cli import fail
+from cudadoctor.commands.output import fail
 from cudadoctor.locale import _
 
 # seconds a tool call may take: a check runs every probe (each bounded by itself); --full measures
@@ -36,6 +34,7 @@ BOUNDS = {
 }
 MAX_OUTPUT = 8 << 20  # a JSON report of a 128-GPU box with thousands of processes stays well below
 MAX_PASTE = 2 << 20  # as `cudadoctor triage`
+TERM_GRACE = 5.0  # seconds a stopped child has to end what it started, after SIGTERM
 
 
 class ToolFailed(Exception):
@@ -52,34 +51,36 @@ def _bound(seconds: float) -> float:
 
 
 def run_cudadoctor(args: list[str], bound: float, stdin: str | None = None) -> tuple[int, str, str]:
-    """`python -m cudadoctor ARGS` in its own process group, bounded in time and output."""
+    """`python -m cudadoctor ARGS` through the bounded runner (backends/child.run_child), as every child the
+    doctor starts: its own process group, its output bounded; past the bound SIGTERM first, so that the
+    child's own handler ends the probes it started (each in a session of its own), then SIGKILL."""
+    from cudadoctor.backends.child import run_child
+
     bound = _bound(bound)
-    proc = subprocess.Popen(
+    env = {**os.environ, "CUDADOCTOR_LANG": os.environ.get("CUDADOCTOR_LANG", "en"), "NO_COLOR": "1"}
+    res = run_child(
         [sys.executable, "-m", "cudadoctor", *args],
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        start_new_session=True,
-        env={**os.environ, "CUDADOCTOR_LANG": os.environ.get("CUDADOCTOR_LANG", "en"), "NO_COLOR": "1"},
+        bound,
+        env=env,
+        stdin=stdin,
+        max_stdout=MAX_OUTPUT,
+        grace=TERM_GRACE,
     )
-    try:
-        out, err = proc.communicate(stdin, timeout=bound)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        proc.communicate()
-        raise ToolFailed(f"cudadoctor {args[0]} did not finish within {bound:g} s; it was stopped") from None
-    return proc.returncode, out[:MAX_OUTPUT], err[-4000:]
+    if res.timed_out:
+        raise ToolFailed(f"cudadoctor {args[0]} did not finish within {bound:g} s; it was stopped")
+    if res.flooded:
+        raise ToolFailed(f"cudadoctor {args[0]} printed more than {MAX_OUTPUT >> 20} MiB; it was stopped")
+    if res.returncode is None:
+        raise ToolFailed(f"cudadoctor {args[0]}: {res.failure()}")
+    return res.returncode, res.stdout, res.stderr[-4000:]
 
 
 def summary(data: dict[str, Any]) -> str:
     """The verdict, the codes raised and the exit code: what an agent reads first."""
-    findings = [f for f in data.get("findings") or [] if f.get("severity") in ("error", "warning")]
+    # a finding the config's select/ignore left out is in the JSON (marked), but not what the agent reads first
+    findings = [
+        f for f in data.get("findings") or [] if f.get("severity") in ("error", "warning") and not f.get("ignored")
+    ]
     lines = [str(data.get("verdict") or data.get("status") or "")]
     if findings:
         lines.append(

@@ -22,16 +22,30 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import IO, Any
 
 import click
 
-from cudadoctor.cli import Seconds, echo, fail, run_command
+from cudadoctor.commands.options import Seconds, build
+from cudadoctor.commands.output import echo, fail, run_command
 from cudadoctor.locale import _
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent (the terminal's Ctrl-C, Ctrl-\, hang-up)
 JSON_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """What `watch` was asked: one field per option, and the command to run."""
+
+    interval: float = 1.0
+    pid: int | None = None
+    json_path: str | None = None
+    plot_path: str | None = None
+    show_status: bool = True
+    command: tuple[str, ...] = ()
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -52,14 +66,7 @@ JSON_SCHEMA = 1
 )
 @click.option("--status/--no-status", "show_status", default=True, help="The live status line (terminals only).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def watch(
-    interval: float,
-    pid: int | None,
-    json_path: str | None,
-    plot_path: str | None,
-    show_status: bool,
-    command: tuple[str, ...],
-) -> None:
+def watch(**options: Any) -> None:
     """Run COMMAND (after --) and say why its GPU is idle, or that it is not.
 
     \b
@@ -71,13 +78,14 @@ def watch(
     the main process and each DataLoader worker; at the end (or Ctrl-C), timelines and verdicts with
     fixes. The command's output, exit code and Ctrl-C behave as without watch.
     """
-    if pid is not None and command:
+    o = build(WatchOptions, options)
+    if o.pid is not None and o.command:
         fail(_("give either --pid PID or a command after --, not both"))
-    if pid is None and not command:
+    if o.pid is None and not o.command:
         fail(_("nothing to watch: give a command after -- (cudadoctor watch -- python train.py) or --pid PID"))
-    if plot_path is not None:
+    if o.plot_path is not None:
         _plot_module()  # a missing extra is a usage error before anything runs
-    run_command(_watch, interval, pid, list(command), json_path, plot_path, show_status)
+    run_command(_watch, o)
 
 
 def _plot_module() -> Any:
@@ -210,16 +218,11 @@ class _Signals:
             self.blocked = False
 
 
-def _watch(
-    interval: float,
-    pid: int | None,
-    command: list[str],
-    json_path: str | None,
-    plot_path: str | None,
-    show_status: bool,
-) -> int:
+def _watch(o: WatchOptions) -> int:
     from cudadoctor.backends.sampler import Sampler, cpu_count
     from cudadoctor.facts.watch import Timeline
+
+    interval, pid, command = o.interval, o.pid, list(o.command)
 
     signals = _Signals()
     signals.install()
@@ -254,7 +257,7 @@ def _watch(
         cpu_count=cpu_count(),
         cuda_visible_devices=_visible_devices(root, child is not None),
     )
-    status = StatusLine(sys.stderr, show_status)
+    status = StatusLine(sys.stderr, o.show_status)
     try:
         sampling: _SamplingThread | None = _SamplingThread(
             Sampler(root), tl, interval, status, watch_root=child is None
@@ -284,7 +287,7 @@ def _watch(
         tl.exit_code = child.wait()
         signals.child = None  # reaped: its PID may be reused
     signals.unblock()
-    return _finish(tl, json_path, plot_path)
+    return _finish(tl, o.json_path, o.plot_path)
 
 
 class _SamplingThread(threading.Thread):

@@ -282,10 +282,10 @@ def test_real_no_driver_path_of_this_machine(runner):
 
 
 def test_findings_catalogue_is_up_to_date():
-    from cudadoctor.render.catalogue import render
+    from tools.catalogue import render
 
     assert (ROOT / "docs" / "findings.md").read_text() == render(), (
-        "docs/findings.md is stale: python -m cudadoctor.render.catalogue docs/findings.md"
+        "docs/findings.md is stale: python -m tools.catalogue docs/findings.md"
     )
 
 

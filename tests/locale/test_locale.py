@@ -131,8 +131,8 @@ def test_every_static_text_is_in_the_catalogue(po: list[dict[str, object]]) -> N
     """Each finding's summary, page and usual fixes, the section names, and what the extractors find in the
     rule modules (fix labels, table columns, literal titles) and in the commands (help texts)."""
     import cudadoctor.rules  # noqa: F401
-    from cudadoctor.locale.extract import extract_catalogue, extract_rules
     from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
+    from tools.extract import extract_catalogue, extract_rules
 
     ids = {e["msgid"] for e in po}
     ids |= {(e["msgid"], e["msgid_plural"]) for e in po if "msgid_plural" in e}  # msg_n's (one, many) templates
@@ -207,10 +207,10 @@ def test_title_templates_are_translated_and_match_what_rules_build(po: list[dict
 
 
 def test_zh_cn_findings_doc_is_current() -> None:
-    from cudadoctor.locale.findings_doc import render
+    from tools.findings_doc import render
 
     assert (ROOT / "docs" / "zh_CN" / "findings.md").read_text(encoding="utf-8") == render(), (
-        "run: python -m cudadoctor.locale.findings_doc docs/zh_CN/findings.md"
+        "run: python -m tools.findings_doc docs/zh_CN/findings.md"
     )
 
 

@@ -6,7 +6,8 @@
 - `rules`: in the rule modules, the labels of `fix("label", ...)`, the columns of `Table([...])` and the
   literal `title=` / `why=` of `.finding(...)`; f-strings are built from facts and are left out.
 
-Used only when extracting (pybabel); nothing at run time imports this module.
+Used only when extracting (pybabel, with PYTHONPATH=. so that `tools` imports); nothing at run time
+imports this module.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def extract_click(fileobj: Any, keywords: Any, comment_tags: Any, options: Any) 
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if getattr(node.func, "id", "") == "fail" and node.args and (text := _literal(node.args[0])):
-                yield node.lineno, None, text, ["usage error"]  # cli.fail translates it
+                yield node.lineno, None, text, ["usage error"]  # commands/output.fail translates it
             for kw in node.keywords:
                 if kw.arg in ("help", "short_help") and (text := _literal(kw.value)):
                     yield node.lineno, None, text, ["help text"]

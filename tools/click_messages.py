@@ -1,5 +1,6 @@
 """click's own words that a cudadoctor user meets (usage lines, help sections, usage errors), marked here
-for extraction: click looks them up in our catalogue (cli._translate_click). Never imported at run time."""
+for extraction (babel.cfg): click looks them up in our catalogue (cli._translate_click). Build time only:
+nothing in the package imports it."""
 
 from __future__ import annotations
 

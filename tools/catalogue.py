@@ -1,4 +1,5 @@
-"""docs/findings.md, generated from the rules' catalogue: `python -m cudadoctor.render.catalogue`."""
+"""docs/findings.md, generated from the rules' catalogue: `python -m tools.catalogue docs/findings.md`
+(build time only: nothing in the package imports it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from cudadoctor.rules.catalogue import SECTIONS
 HEADER = """\
 # Findings catalogue
 
-Generated from the rules by `python -m cudadoctor.render.catalogue > docs/findings.md`; a test fails
+Generated from the rules by `python -m tools.catalogue docs/findings.md`; a test fails
 when this file is stale. Every finding has a stable code and name: scripts and CI may depend on them.
 `cudadoctor explain CODE` prints one page. The severity shown is the usual one; a few rules raise or
 lower it for a particular machine, and the report always shows the severity it used.
@@ -25,7 +26,7 @@ def render(
     columns: tuple[str, ...] = ("Code", "Name", "Severity", "Summary"),
     stop: str = ". ",
 ) -> str:
-    """The catalogue page; `tr` translates its texts (docs/zh_CN/findings.md: cudadoctor.locale.findings_doc)."""
+    """The catalogue page; `tr` translates its texts (docs/zh_CN/findings.md: tools/findings_doc.py)."""
     lines = [header]
     for section in SECTIONS:
         entries = sorted((e for e in CATALOGUE.values() if e.section == section), key=lambda e: e.code)
