@@ -11,6 +11,31 @@ from cudadoctor.knowledge import companions, driver_install, wheels
 from cudadoctor.knowledge.architectures import arch_name, last_driver_branch, parse_cc
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
 from cudadoctor.knowledge.versions import parse_version, version_at_least
+from cudadoctor.locale import N_
+from cudadoctor.model import Message, msg
+
+
+def joined(parts: list[str], separator: str = "; ", names: bool = False) -> str:
+    """ "a; b; c" (separator "; ", ", " or " and ") as one message, for a renderer to translate: each part
+    in turn when it is a message or a text the translation catalogue holds, or shown as it is (`names`:
+    package names, paths, versions). No parts: ""."""
+    if not parts:
+        return ""
+    head = parts[0] if names or isinstance(parts[0], Message) else msg(parts[0])
+    if len(parts) == 1:
+        return head
+    rest = joined(parts[1:], separator, names)
+    if separator == "; ":
+        return msg("{first}; {rest}", first=head, rest=rest)
+    return msg("{first}, {rest}" if separator == ", " else "{first} and {rest}", first=head, rest=rest)
+
+
+def lower_first(text: str) -> str:
+    """ "Upgrade …" as it reads inside a sentence ("Or upgrade …"); a message stays one, by its template
+    with the first letter lowered (the catalogue holds those too: _IN_A_SENTENCE)."""
+    if isinstance(text, Message) and text.plural is None and text.template[:1].isalpha():
+        return Message(text.template[:1].lower() + text.template[1:], **text.args)
+    return text[:1].lower() + text[1:]
 
 
 @dataclass
@@ -337,15 +362,22 @@ def uv_project_snippet(variant: wheels.Variant, names: list[str]) -> list[str]:
 
 
 def arch_reason(
-    name: str, cc: str, machine: str | None = None, always: bool = False, release: str | None = None
-) -> str | None:
+    name: str,
+    cc: str,
+    machine: str | None = None,
+    always: bool = False,
+    release: str | None = None,
+    last: bool = True,
+) -> Message | None:
     """Why a GPU needs some builds: "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and
     newer have kernels for it". None when every current build has kernels for it (unless `always`).
-    `release`: the torch release a fix installs, which the sentence is then about (not the newest)."""
+    `release`: the torch release a fix installs, which the sentence is then about (not the newest).
+    `last`: name the newest release with kernels for a GPU no current one has (a caller that names it
+    itself leaves it out)."""
     parsed = parse_cc(cc)
     if parsed is None:
         return None
-    head = f"{name} is {arch_name(cc)}, sm_{parsed[0]}{parsed[1]}"
+    head = {"gpu": name, "arch": arch_name(cc), "sm": f"{parsed[0]}{parsed[1]}"}
     releases = wheels.releases_newest_first()
     covering = {
         r: [v.name for v in wheels.variants(r, machine) if wheels.coverage(v.arch_flags, cc) == "sm"] for r in releases
@@ -353,24 +385,42 @@ def arch_reason(
     known = [r for r in releases if len(wheels.variants(r, machine)) > 1] or releases  # full rows only
     current = release if release in covering else known[0]
     if not any(covering.values()):
-        return f"{head}: no PyTorch build in cudadoctor's tables has kernels for it"
+        return msg("{gpu} is {arch}, sm_{sm}: no PyTorch build in cudadoctor's tables has kernels for it", **head)
     if not covering[current] and current == release:  # it runs through PTX JIT only: the advice says so
-        return f"{head}: no torch {release} build has kernels for it"
+        return msg("{gpu} is {arch}, sm_{sm}: no torch {release} build has kernels for it", **head, release=release)
     if not covering[current]:
-        last = next(r for r in releases if covering[r])
-        last_names = ", ".join(covering[last])
-        return f"{head}: no current release has kernels for it; the last that does is torch {last} ({last_names})"
+        if not last:
+            return msg("{gpu} is {arch}, sm_{sm}: no current release has kernels for it", **head)
+        newest = next(r for r in releases if covering[r])
+        return msg(
+            "{gpu} is {arch}, sm_{sm}: no current release has kernels for it; the last that does is torch {last} "
+            "({names})",
+            **head,
+            last=newest,
+            names=", ".join(covering[newest]),
+        )
     all_names = [v.name for v in wheels.variants(current, machine)]
     if covering[current] == all_names:
-        return f"{head}: every torch {current} build has kernels for it" if always else None
+        return (
+            msg("{gpu} is {arch}, sm_{sm}: every torch {release} build has kernels for it", **head, release=current)
+            if always
+            else None
+        )
     have = sorted({n for r in releases for n in covering[r]}, key=wheels.variant_cuda)
     lacking = {v.name for r in releases for v in wheels.variants(r, machine)} - set(have)
     if all(wheels.variant_cuda(n) < wheels.variant_cuda(have[0]) for n in lacking):
-        return f"{head}: only {have[0]} builds and newer have kernels for it"
-    return f"{head}: of torch {current}'s builds only {', '.join(covering[current])} have kernels for it"
+        return msg(
+            "{gpu} is {arch}, sm_{sm}: only {variant} builds and newer have kernels for it", **head, variant=have[0]
+        )
+    return msg(
+        "{gpu} is {arch}, sm_{sm}: of torch {release}'s builds only {names} have kernels for it",
+        **head,
+        release=current,
+        names=", ".join(covering[current]),
+    )
 
 
-def gpu_reasons(f: Facts, release: str | None = None) -> list[str]:
+def gpu_reasons(f: Facts, release: str | None = None) -> list[Message]:
     machine = f.system.machine if f.system else None
     seen, out = set(), []
     for name, cc in gpu_capabilities(f):
@@ -388,19 +438,32 @@ def driver_upgrade_fix(f: Facts, need: str) -> tuple[str, list[str]]:
     the host's: the label says so."""
     label, cmds = _driver_upgrade(f, need)
     if f.system is not None and f.system.in_container:
-        label = f"On the host (not in this container): {label[:1].lower()}{label[1:]}"
+        label = msg("On the host (not in this container): {action}", action=lower_first(label))
     return label, cmds
+
+
+# The labels of _driver_upgrade and driver_upgrade_fix as they read inside a sentence (lower_first)
+_IN_A_SENTENCE = (
+    N_("install NVIDIA driver {need} or newer for Windows"),
+    N_("install NVIDIA driver {need} or newer on Windows (WSL uses the Windows driver; never install one inside WSL)"),
+    N_("upgrade the NVIDIA driver to {need} or newer ({family})"),
+    N_("on the host (not in this container): {action}"),
+    N_("upgrade the NVIDIA driver"),
+)
 
 
 def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
     system = f.system
     page = driver_install.SOURCES["generic"]
     if system is not None and system.os == "Windows":
-        return f"Install NVIDIA driver {need} or newer for Windows", [f"start {page}"]
+        return msg("Install NVIDIA driver {need} or newer for Windows", need=need), [f"start {page}"]
     if system is not None and system.wsl:
         return (
-            f"Install NVIDIA driver {need} or newer on Windows "
-            "(WSL uses the Windows driver; never install one inside WSL)",
+            msg(
+                "Install NVIDIA driver {need} or newer on Windows "
+                "(WSL uses the Windows driver; never install one inside WSL)",
+                need=need,
+            ),
             [f"explorer.exe {page}"],
         )
     os_id = system.os_id if system else None
@@ -410,7 +473,7 @@ def _driver_upgrade(f: Facts, need: str) -> tuple[str, list[str]]:
     branch = need.split(".")[0]
     if family.lower().startswith("ubuntu"):
         cmds = [f"sudo apt install nvidia-driver-{branch}", "sudo reboot"]
-    return f"Upgrade the NVIDIA driver to {need} or newer ({family})", cmds
+    return msg("Upgrade the NVIDIA driver to {need} or newer ({family})", need=need, family=family), cmds
 
 
 def unknown_inputs(f: Facts) -> list[str]:
@@ -420,12 +483,12 @@ def unknown_inputs(f: Facts) -> list[str]:
     missing = []
     s = f.system
     if s is None or not s.os or not s.machine:
-        missing.append("the OS and CPU architecture")
+        missing.append(msg("the OS and CPU architecture"))
     drv = driver_view(f)
     if drv.cuda is None or drv.version is None:
-        missing.append("the NVIDIA driver's version")
+        missing.append(msg("the NVIDIA driver's version"))
     if not _capabilities_known(f):
-        missing.append("each GPU's compute capability")
+        missing.append(msg("each GPU's compute capability"))
     return missing + environment_unknowns(f)
 
 
@@ -443,34 +506,34 @@ def environment_unknowns(f: Facts) -> list[str]:
     """What a command for the target environment needs: the interpreter's torch and what manages it."""
     t = f.torch
     if t is None:
-        return ["the target Python environment"]
+        return [msg("the target Python environment")]
     missing = []
     if t.installed is None or (t.installed and not t.version):
-        missing.append("the installed torch version")
+        missing.append(msg("the installed torch version"))
     m = manager(f)
     if m is None or not m.prefix:
-        return [*missing, "which installer manages the environment"]
+        return [*missing, msg("which installer manages the environment")]
     if m.kind == "uv" and m.uv_project is None:
-        missing.append("whether the venv belongs to a uv project")
+        missing.append(msg("whether the venv belongs to a uv project"))
     if _pep668_unknown(f):
-        missing.append("whether pip may install into this Python")
+        missing.append(msg("whether pip may install into this Python"))
     return missing
 
 
-def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_known: bool) -> str:
+def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_known: bool) -> Message:
     """Why this build: it claims only what is known, since an unknown driver or GPU rules nothing out."""
     if installed_release:
         return {
-            (True, True): "fits this driver and every GPU",
-            (True, False): "fits this driver; the GPUs are unknown",
-            (False, True): "has kernels for every GPU; whether this driver runs it is unknown",
-            (False, False): "the driver and the GPUs are unknown",
+            (True, True): msg("fits this driver and every GPU"),
+            (True, False): msg("fits this driver; the GPUs are unknown"),
+            (False, True): msg("has kernels for every GPU; whether this driver runs it is unknown"),
+            (False, False): msg("the driver and the GPUs are unknown"),
         }[driver_known, gpus_known]
     if not driver_known:
-        return f"no build of torch {release} has kernels for these GPUs"
+        return msg("no build of torch {release} has kernels for these GPUs", release=release)
     if not gpus_known:
-        return f"no build of torch {release} fits this driver"
-    return f"no build of torch {release} fits this driver and these GPUs as well"
+        return msg("no build of torch {release} fits this driver", release=release)
+    return msg("no build of torch {release} fits this driver and these GPUs as well", release=release)
 
 
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
@@ -478,7 +541,7 @@ def _fits_why(installed_release: bool, release: str, driver_known: bool, gpus_kn
 def advise(f: Facts) -> Advice:
     missing = unknown_inputs(f)
     if missing:
-        return Advice(None, None, note="which torch build fits is not known here", unknown=missing)
+        return Advice(None, None, note=msg("which torch build fits is not known here"), unknown=missing)
     drv = driver_view(f)
     ccs = [cc for _, cc in gpu_capabilities(f)]
     machine = f.system.machine if f.system else None
@@ -505,28 +568,30 @@ def advise(f: Facts) -> Advice:
             v, _compat = max(fitting, key=lambda vc: (vc[1] == "full", vc[0].cuda))
             version = _patch_version(rel, installed)
             why = _fits_why(rel == release, release, drv.known, bool(ccs))
-            if not cubin:
-                why += "; runs through PTX JIT only"
             reasons = gpu_reasons(f, rel)  # about the release this advice installs
-            if reasons:
-                why += "; " + "; ".join(reasons)
+            why = joined([why, *([msg("runs through PTX JIT only")] if not cubin else []), *reasons])
             advice = Advice(
                 v,
                 version,
                 install_commands(version, v, f),
-                note=f"torch {version} {v.name}: {why}",
+                note=msg("torch {version} {variant}: {why}", version=version, variant=v.name, why=why),
                 driver_upgrade=upgrade if rel != release else None,
             )
             if externally_managed(f):
-                advice.note += (
-                    f"; {f.torch.python_executable if f.torch else 'this Python'} is externally managed "
-                    f"(PEP 668): pip installs into a new venv, {NEW_VENV}"
+                managed = msg(
+                    "{python} is externally managed (PEP 668): pip installs into a new venv, {venv}",
+                    python=f.torch.python_executable if f.torch else msg("this Python"),
+                    venv=NEW_VENV,
                 )
+                advice.note = joined([advice.note, managed])
             if installer(f) in ("conda", "pixi"):
-                advice.note = (
-                    f"conda-forge pytorch-gpu, {conda_cuda_spec(f, v)}: the CUDA this driver runs, "
-                    f"and {v.name} builds have kernels for every GPU here"
-                ) + ("; " + "; ".join(reasons) if reasons else "")
+                conda = msg(
+                    "conda-forge pytorch-gpu, {spec}: the CUDA this driver runs, and {variant} builds have kernels "
+                    "for every GPU here",
+                    spec=conda_cuda_spec(f, v),
+                    variant=v.name,
+                )
+                advice.note = joined([conda, *reasons])
             if advice.driver_upgrade:
                 advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, advice.driver_upgrade)
             m = manager(f)
@@ -534,12 +599,13 @@ def advise(f: Facts) -> Advice:
                 names = ["torch"] + [p for p in ("torchvision", "torchaudio") if f.torch and getattr(f.torch, p)]
                 advice.snippet, advice.snippet_file = uv_project_snippet(v, names), m.manifest
             return advice
-    advice = Advice(
-        None, None, driver_upgrade=upgrade, note="no known torch build fits this driver and these GPUs together"
-    )
     reasons = gpu_reasons(f)
-    if reasons:
-        advice.note += ": " + "; ".join(reasons)
+    note = (
+        msg("no known torch build fits this driver and these GPUs together: {reasons}", reasons=joined(reasons))
+        if reasons
+        else msg("no known torch build fits this driver and these GPUs together")
+    )
+    advice = Advice(None, None, driver_upgrade=upgrade, note=note)
     if upgrade:
         advice.upgrade_label, advice.upgrade_commands = driver_upgrade_fix(f, upgrade)
     return advice
