@@ -135,6 +135,7 @@ def test_every_static_text_is_in_the_catalogue(po: list[dict[str, object]]) -> N
     from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
 
     ids = {e["msgid"] for e in po}
+    ids |= {(e["msgid"], e["msgid_plural"]) for e in po if "msgid_plural" in e}  # msg_n's (one, many) templates
     wanted = {e.summary for e in CATALOGUE.values()} | {e.explanation for e in CATALOGUE.values()}
     wanted |= {f.when for e in CATALOGUE.values() for f in e.fixes} | set(SECTIONS)
     wanted |= {m for _, _, m, _ in extract_catalogue(None, None, None, None)}
