@@ -182,7 +182,7 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
     out: list[Finding] = []
     drv = driver_view(f)
     wheel = _wheel_cuda(t)
-    if wheel is not None and _gpus_present(f):
+    if wheel is not None and gpus_present(f):
         compat = drv.runs(wheel)
         have = f"{drv.cuda[0]}.{drv.cuda[1]}" if drv.cuda else msg("unknown")
         if compat is None:
@@ -219,9 +219,6 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
             )
         )
     return out
-
-
-_gpus_present = gpus_present
 
 
 def _where(release: str, same: list[str], newer: list[str], reason: Message | None) -> Message | None:

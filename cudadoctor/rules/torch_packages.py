@@ -195,8 +195,11 @@ def companions(f: Facts, lf: LibraryFacts) -> list[Finding]:
                 torch=named("torch", t.version),
             ),
             fix=[fix("Install the matching pair from the same index", *install_advice.companion_commands(f, bad))],
-            # the last column names the installed torch: a header the translation catalogue cannot hold
-            tables=[Table(["Package", "Installed", "Built for torch", f"Pairs with {t.version}"], rows)],
+            # the last header names the installed torch: a message (render/localize.column shows it in English
+            # until it translates messages as it does titles)
+            tables=[
+                Table(["Package", "Installed", "Built for torch", msg("Pairs with {version}", version=t.version)], rows)
+            ],
         )
     ]
 
