@@ -390,11 +390,17 @@ _ARCH_WORDS = {
 
 
 def arch_reason(
-    name: str, cc: str, machine: str | None = None, always: bool = False, release: str | None = None
+    name: str,
+    cc: str,
+    machine: str | None = None,
+    always: bool = False,
+    release: str | None = None,
+    last: bool = True,
 ) -> Message | None:
     """Why a GPU needs some builds: "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and
     newer have kernels for it". None when every current build has kernels for it (unless `always`).
-    `release`: the torch release a fix installs, which the sentence is then about (not the newest)."""
+    `release`: the torch release a fix installs, which the sentence is then about (not the newest). `last`:
+    False leaves out which release last had kernels (a sentence after it names it)."""
     parsed = parse_cc(cc)
     if parsed is None:
         return None
@@ -411,13 +417,15 @@ def arch_reason(
     if not covering[current] and current == release:  # it runs through PTX JIT only: the advice says so
         return msg("{gpu} is {arch}, sm_{sm}: no torch {release} build has kernels for it", **head, release=release)
     if not covering[current]:
-        last = next(r for r in releases if covering[r])
+        if not last:
+            return msg("{gpu} is {arch}, sm_{sm}: no current release has kernels for it", **head)
+        newest = next(r for r in releases if covering[r])
         return msg(
             "{gpu} is {arch}, sm_{sm}: no current release has kernels for it; the last that does is torch "
             "{release} ({names})",
             **head,
-            release=last,
-            names=", ".join(covering[last]),
+            release=newest,
+            names=", ".join(covering[newest]),
         )
     all_names = [v.name for v in wheels.variants(current, machine)]
     if covering[current] == all_names:
@@ -756,3 +764,26 @@ def not_known(label: str, unknown: list[str]) -> Message:
         label=what,
         unknown=parts([u if isinstance(u, Message) else msg(u) for u in unknown]),
     )
+
+
+def joined(parts: list[str], separator: str = "; ", names: bool = False) -> str:
+    """ "a; b; c" (separator "; ", ", " or " and ") as one message, for a renderer to translate: each part
+    in turn when it is a message or a text the translation catalogue holds, or shown as it is (`names`:
+    package names, paths, versions). No parts: ""."""
+    if not parts:
+        return ""
+    head = parts[0] if names or isinstance(parts[0], Message) else msg(parts[0])
+    if len(parts) == 1:
+        return head
+    rest = joined(parts[1:], separator, names)
+    if separator == "; ":
+        return msg("{first}; {rest}", first=head, rest=rest)
+    return msg("{first}, {rest}" if separator == ", " else "{first} and {rest}", first=head, rest=rest)
+
+
+def lower_first(text: str) -> str:
+    """ "Upgrade …" as it reads inside a sentence ("Or upgrade …"); a message stays one, by its template
+    with the first letter lowered (the catalogue holds those too)."""
+    if isinstance(text, Message) and text.plural is None and text.template[:1].isalpha():
+        return Message(text.template[:1].lower() + text.template[1:], **text.args)
+    return text[:1].lower() + text[1:]

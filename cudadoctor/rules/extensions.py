@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from cudadoctor.advice import install as install_advice
 from cudadoctor.advice import shell
+from cudadoctor.advice.install import joined
 from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name, parse_cc
-from cudadoctor.model import Finding, Fix, Severity, Table
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.model import Finding, Fix, Severity, Table, msg
+from cudadoctor.rules.catalogue import entry, fix, named
 
 SECTION = "CUDA libraries"
 
@@ -83,7 +84,7 @@ MAX_ROWS = 40
 
 
 def _label(name: str, cc: str) -> str:
-    return f"{name} (compute capability {cc}, {arch_name(cc)})"
+    return msg("{gpu} (compute capability {cc}, {arch})", gpu=name, cc=cc, arch=arch_name(cc))
 
 
 def _package(p: ExtensionPackage) -> str:
@@ -96,7 +97,7 @@ def _carries(lib: ExtensionLibrary) -> str:
         parts.append(" ".join(lib.sass))
     if lib.ptx:
         parts.append("PTX " + " ".join(lib.ptx))
-    return ", ".join(parts) or "no kernels"
+    return ", ".join(parts) or msg("no kernels")
 
 
 def _python(f: Facts, e: ExtensionFacts) -> str | None:
@@ -147,9 +148,11 @@ def _rebuild_fix(f: Facts, e: ExtensionFacts, p: ExtensionPackage) -> list[Fix]:
 
 
 def _wheel_advice(p: ExtensionPackage, cc: str) -> str:
-    return (
-        f"Or install a {p.name} wheel built for compute capability {cc} and this torch, "
-        "from the project's release page or index."
+    return msg(
+        "Or install a {package} wheel built for compute capability {cc} and this torch, from the project's "
+        "release page or index.",
+        package=p.name,
+        cc=cc,
     )
 
 
@@ -185,14 +188,18 @@ def _arch_findings(f: Facts, e: ExtensionFacts, gpus: list[tuple[str, str]]) -> 
             worst = missing or jit
             if not worst or _follows_torch(f, p, cc, "none" if missing else "ptx"):
                 continue
-            files = "; ".join(f"{lib.path} carries: {_carries(lib)}" for lib in worst[:4])
+            files = joined(
+                [msg("{path} carries: {kernels}", path=lib.path, kernels=_carries(lib)) for lib in worst[:4]]
+            )
             why_entry = NO_KERNELS if missing else PTX_ONLY
-            why = f"{why_entry.explanation} {files}. {_wheel_advice(p, cc)}"
+            why = msg(
+                "{page} {files}. {advice}", page=msg(why_entry.explanation), files=files, advice=_wheel_advice(p, cc)
+            )
             if missing:
-                title = f"{_package(p)} has no kernels for {_label(name, cc)}"
+                title = msg("{package} has no kernels for {gpu}", package=_package(p), gpu=_label(name, cc))
                 out.append(NO_KERNELS.finding(title=title, why=why, fix=_rebuild_fix(f, e, p)))
             else:
-                title = f"{_package(p)} runs on {_label(name, cc)} only through PTX JIT"
+                title = msg("{package} runs on {gpu} only through PTX JIT", package=_package(p), gpu=_label(name, cc))
                 out.append(PTX_ONLY.finding(title=title, why=why, fix=_rebuild_fix(f, e, p)))
     return out
 
@@ -233,9 +240,11 @@ def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
         if pin is None or p.name.lower() in _COMPANIONS or _same_release(pin, installed):
             continue
         linked = [lib.path for lib in p.libraries if lib.links_torch]
-        why = OTHER_TORCH.explanation
-        if linked:
-            why += f" {linked[0]} links torch's C++ library."
+        why = (
+            msg("{page} {path} links torch's C++ library.", page=msg(OTHER_TORCH.explanation), path=linked[0])
+            if linked
+            else None
+        )
         python = _python(f, e)
         if python is None:
             command = None  # no install command from unknown inputs
@@ -248,7 +257,12 @@ def _torch_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
             command = f"{py} -m pip install --upgrade {shell.word(p.name)} {shell.word(f'torch=={installed}')}"
         out.append(
             OTHER_TORCH.finding(
-                title=f"{_package(p)} was built for torch {pin}, but torch {installed} is installed",
+                title=msg(
+                    "{package} was built for torch {pin}, but torch {installed} is installed",
+                    package=_package(p),
+                    pin=pin,
+                    installed=installed,
+                ),
                 why=why,
                 fix=[fix("Install the release of it made for the installed torch", command)] if command else [],
             )
@@ -277,14 +291,24 @@ def _cuda_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
             continue
         lib, major = other
         commands = rebuild_commands(f, e, p)
-        why = (
-            f"{OTHER_CUDA.explanation} {lib.path} links libcudart.so.{major}. "
-            f"Or install a {p.name} wheel built for CUDA {ours[0]} and this torch, from the project's release "
-            "page or index."
+        why = msg(
+            "{page} {path} links libcudart.so.{major}. Or install a {package} wheel built for CUDA {cuda} and this "
+            "torch, from the project's release page or index.",
+            page=msg(OTHER_CUDA.explanation),
+            path=lib.path,
+            major=major,
+            package=p.name,
+            cuda=ours[0],
         )
         out.append(
             OTHER_CUDA.finding(
-                title=f"{_package(p)} was built for CUDA {major}, torch {t.version} for CUDA {t.cuda}",
+                title=msg(
+                    "{package} was built for CUDA {major}, {torch} for CUDA {cuda}",
+                    package=_package(p),
+                    major=major,
+                    torch=named("torch", t.version),
+                    cuda=t.cuda,
+                ),
                 why=why,
                 fix=[fix("Rebuild it from source against this torch and its CUDA", *commands)] if commands else [],
             )
@@ -302,7 +326,7 @@ def _seen(e: ExtensionFacts) -> Finding:
         rows = [*rows[: MAX_ROWS - 1], ["…", f"{len(rows) - MAX_ROWS + 1} more", "", "", ""]]
     names = ", ".join(_package(p) for p in e.packages[:6]) + (", …" if len(e.packages) > 6 else "")
     return SEEN.finding(
-        title=f"CUDA extensions: {names}",
+        title=msg("CUDA extensions: {packages}", packages=names),
         tables=[Table(["Package", "Library", "Cubins (SASS)", "PTX", "Links torch"], rows)],
     )
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from cudadoctor.advice.install import joined
 from cudadoctor.facts import BandwidthFacts, Facts, SmokeFacts, Transfer
 from cudadoctor.facts.nvml import NvmlDevice
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.model import Finding, Fix, Severity, Table
+from cudadoctor.locale import N_
+from cudadoctor.model import Finding, Fix, Severity, Table, msg
 from cudadoctor.rules.catalogue import entry, fix
 
 BANDWIDTH = entry(
@@ -132,6 +134,10 @@ LOADER_ADVICE = fix(
     "DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, persistent_workers=True)",
     "x = x.to(device, non_blocking=True)",
 )
+# Why the measurement child skipped the GPU (backends/children/measure_child.py): a text of its own, shown
+# translated when the catalogue holds it (an older report's other reason is shown as it is).
+_SKIP_REASONS = (N_("no usable CUDA device (torch.cuda.is_available() is False)"),)
+
 NUMA_ADVICE = fix(
     "Check which CPU socket the GPU hangs off, and run the job there",
     "nvidia-smi topo -m",
@@ -176,8 +182,18 @@ def _link(f: Facts) -> list[Finding]:
             gens = d.pcie_gen_current and d.pcie_gen_max
             out.append(
                 LINK_DOWN.finding(
-                    title=f"GPU {d.index}{f' ({d.name})' if d.name else ''} PCIe link x{d.pcie_width_current} of "
-                    f"x{d.pcie_width_max}" + (f" (Gen{d.pcie_gen_current} of Gen{d.pcie_gen_max})" if gens else ""),
+                    title=msg(
+                        "{gpu} PCIe link x{width} of x{top} (Gen{gen} of Gen{top_gen})"
+                        if gens
+                        else "{gpu} PCIe link x{width} of x{top}",
+                        gpu=msg("GPU {index} ({name})", index=d.index, name=d.name)
+                        if d.name
+                        else msg("GPU {index}", index=d.index),
+                        width=d.pcie_width_current,
+                        top=d.pcie_width_max,
+                        gen=d.pcie_gen_current,
+                        top_gen=d.pcie_gen_max,
+                    ),
                     fix=[
                         fix(
                             "Compare with the link under load, then reseat the card or check the slot and BIOS",
@@ -191,16 +207,21 @@ def _link(f: Facts) -> list[Finding]:
 
 def _bandwidth(f: Facts, b: BandwidthFacts) -> list[Finding]:
     if b.timed_out or (b.error and not b.transfers):
-        return [BANDWIDTH_FAILED.finding(title=f"Bandwidth measurement: {b.error or 'did not finish in time'}")]
+        title = (
+            msg("Bandwidth measurement: {error}", error=b.error)
+            if b.error
+            else msg("Bandwidth measurement: did not finish in time")
+        )
+        return [BANDWIDTH_FAILED.finding(title=title)]
     if b.skipped:
-        return [MEASURE_SKIPPED.finding(title=f"Bandwidth skipped: {b.skipped}")]
+        return [MEASURE_SKIPPED.finding(title=msg("Bandwidth skipped: {reason}", reason=msg(b.skipped)))]
     out: list[Finding] = []
     nvml = _nvml_for(f)
     rows: list[list[str]] = []
     for dev in sorted({t.device for t in b.transfers}):
         failed = [t for t in b.transfers if t.device == dev and t.error]
         if failed:
-            out.append(BANDWIDTH_FAILED.finding(title=f"cuda:{dev}: {failed[0].error}"))
+            out.append(BANDWIDTH_FAILED.finding(title=msg("cuda:{device}: {error}", device=dev, error=failed[0].error)))
             continue
         cells = {(d, m): _median(b, dev, d, m) for d in ("h2d", "d2h") for m in ("pinned", "pageable")}
         g = {k: (t.gbps if t else None) for k, t in cells.items()}
@@ -224,15 +245,28 @@ def _bandwidth(f: Facts, b: BandwidthFacts) -> list[Finding]:
         if h2d and page and h2d < 1.2 * page:
             out.append(
                 PINNED_NOT_FASTER.finding(
-                    title=f"cuda:{dev} pinned host-to-device {h2d:.1f} GB/s vs pageable {page:.1f} GB/s",
+                    title=msg(
+                        "cuda:{device} pinned host-to-device {pinned} GB/s vs pageable {pageable} GB/s",
+                        device=dev,
+                        pinned=f"{h2d:.1f}",
+                        pageable=f"{page:.1f}",
+                    ),
                     fix=[NUMA_ADVICE, LOADER_ADVICE],
                 )
             )
         if h2d and top and h2d < 0.5 * top:
             out.append(
                 FAR_BELOW_LINK.finding(
-                    title=f"cuda:{dev} pinned host-to-device {h2d:.1f} GB/s is {100 * h2d / top:.0f}% of the "
-                    f"Gen{nd.pcie_gen_max} x{nd.pcie_width_max} link ({top:.1f} GB/s)",  # type: ignore[union-attr]
+                    title=msg(
+                        "cuda:{device} pinned host-to-device {rate} GB/s is {share}% of the Gen{gen} x{width} link "
+                        "({link} GB/s)",
+                        device=dev,
+                        rate=f"{h2d:.1f}",
+                        share=f"{100 * h2d / top:.0f}",
+                        gen=nd.pcie_gen_max,  # type: ignore[union-attr]
+                        width=nd.pcie_width_max,  # type: ignore[union-attr]
+                        link=f"{top:.1f}",
+                    ),
                     fix=[
                         NUMA_ADVICE,
                         fix("Look for other processes copying at the same time", "cudadoctor gpus"),
@@ -244,7 +278,7 @@ def _bandwidth(f: Facts, b: BandwidthFacts) -> list[Finding]:
     out.insert(
         0,
         BANDWIDTH.finding(
-            title=f"Copy bandwidth, GB/s and % of PCIe link (median of {size >> 20} MiB copies)",
+            title=msg("Copy bandwidth, GB/s and % of PCIe link (median of {size} MiB copies)", size=size >> 20),
             tables=[Table(["cuda", "h2d pinned>", "d2h pinned>", "h2d pageable>", "d2h pageable>", "link"], rows)],
             fix=[LOADER_ADVICE],
         ),
@@ -262,14 +296,20 @@ def _gb(v: float | None, top: float | None = None) -> str:
 
 def _smoke(s: SmokeFacts) -> list[Finding]:
     if s.timed_out or (s.error and not s.steps):
-        return [SMOKE_FAILED.finding(title=f"Smoke test: {s.error or 'did not finish in time'}")]
+        title = msg("Smoke test: {error}", error=s.error) if s.error else msg("Smoke test: did not finish in time")
+        return [SMOKE_FAILED.finding(title=title)]
     out: list[Finding] = []
     for step in s.steps:
         if step.error:
             arch = "no kernel image" in step.error
             out.append(
                 SMOKE_FAILED.finding(
-                    title=f"Training the {step.model} on {step.device} failed: {step.error}",
+                    title=msg(
+                        "Training the {model} on {device} failed: {error}",
+                        model=step.model,
+                        device=step.device,
+                        error=step.error,
+                    ),
                     fix=[
                         fix(
                             "The torch build lacks this GPU's architecture",
@@ -284,7 +324,13 @@ def _smoke(s: SmokeFacts) -> list[Finding]:
         elif step.losses and not step.losses[-1] < step.losses[0]:
             out.append(
                 LOSS_NOT_FALLING.finding(
-                    title=f"{step.model} on {step.device}: loss {step.losses[0]:.4f} -> {step.losses[-1]:.4f}",
+                    title=msg(
+                        "{model} on {device}: loss {first} -> {last}",
+                        model=step.model,
+                        device=step.device,
+                        first=f"{step.losses[0]:.4f}",
+                        last=f"{step.losses[-1]:.4f}",
+                    ),
                     fix=[_gpu_health_fix()],
                 )
             )
@@ -292,38 +338,51 @@ def _smoke(s: SmokeFacts) -> list[Finding]:
     if s.max_loss_difference is not None and s.max_loss_difference > tolerance:
         out.append(
             CPU_GPU_MISMATCH.finding(
-                title=f"CPU and GPU losses differ by {100 * s.max_loss_difference:.3f}% "
-                f"(tolerance {100 * tolerance:.1f}%)",
+                title=msg(
+                    "CPU and GPU losses differ by {diff}% (tolerance {tolerance}%)",
+                    diff=f"{100 * s.max_loss_difference:.3f}",
+                    tolerance=f"{100 * tolerance:.1f}",
+                ),
                 fix=[_gpu_health_fix()],
             )
         )
     if s.amp_finite is False:
         out.append(
             AMP_FAILED.finding(
-                title=f"AMP step ({s.amp_dtype or 'autocast'}): {s.amp_error or 'loss or weights not finite'}"
+                title=msg(
+                    "AMP step ({dtype}): {error}",
+                    dtype=s.amp_dtype or "autocast",
+                    error=s.amp_error or msg("loss or weights not finite"),
+                )
             )
         )
     if s.dataloader_ok is False:
         out.append(
             LOADER_FAILED.finding(
-                title=f"DataLoader with workers: {s.dataloader_error or 'not every batch arrived'}",
+                title=msg(
+                    "DataLoader with workers: {error}", error=s.dataloader_error or msg("not every batch arrived")
+                ),
                 fix=[fix("Give workers more shared memory", "docker run --shm-size=8g ...", "df -h /dev/shm")],
             )
         )
     if s.checkpoint_ok is False:
         out.append(
             CHECKPOINT_FAILED.finding(
-                title=f"Checkpoint round trip: {s.checkpoint_error or 'tensors did not come back on the CPU'}",
+                title=msg(
+                    "Checkpoint round trip: {error}",
+                    error=s.checkpoint_error or msg("tensors did not come back on the CPU"),
+                ),
                 fix=[fix("Load GPU checkpoints like this", "torch.load(path, map_location='cpu', weights_only=True)")],
             )
         )
     if s.gpu_skipped:
-        out.append(MEASURE_SKIPPED.finding(title=f"Smoke test ran on the CPU only; GPU half skipped: {s.gpu_skipped}"))
+        title = msg("Smoke test ran on the CPU only; GPU half skipped: {reason}", reason=msg(s.gpu_skipped))
+        out.append(MEASURE_SKIPPED.finding(title=title))
     if not any(x.severity is Severity.ERROR for x in out):
         if any(st.losses for st in s.steps):
             out.insert(0, SMOKE_OK.finding(title=_smoke_summary(s), tables=[_smoke_table(s)]))
         else:  # no step trained: nothing passed, and nothing is known to have failed
-            out.insert(0, MEASURE_SKIPPED.finding(title="Smoke test: no training step ran"))
+            out.insert(0, MEASURE_SKIPPED.finding(title=msg("Smoke test: no training step ran")))
     return out
 
 
@@ -342,19 +401,21 @@ def _smoke_table(s: SmokeFacts) -> Table:
 
 def _smoke_summary(s: SmokeFacts) -> str:
     rate = {(st.model, st.device): st.steps_per_s for st in s.steps if st.steps_per_s}
-    parts = ["loss fell on " + ", ".join(sorted({st.device for st in s.steps if st.losses}))]
+    parts = [msg("loss fell on {devices}", devices=", ".join(sorted({st.device for st in s.steps if st.losses})))]
     if s.max_loss_difference is not None:
-        parts.append(f"CPU/GPU losses agree within {100 * s.max_loss_difference:.4f}%")
+        parts.append(msg("CPU/GPU losses agree within {diff}%", diff=f"{100 * s.max_loss_difference:.4f}"))
     cpu, gpu = rate.get(("cnn", "cpu")), rate.get(("cnn", "cuda:0"))
     if cpu and gpu:
         # a run where the GPU lost (a real H100 once measured 0.3x: warm-up and a busy CPU) says so plainly
         parts.append(
-            f"CNN {gpu / cpu:.1f}x faster on the GPU" if gpu >= cpu else f"CNN {cpu / gpu:.1f}x slower on the GPU"
+            msg("CNN {ratio}x faster on the GPU", ratio=f"{gpu / cpu:.1f}")
+            if gpu >= cpu
+            else msg("CNN {ratio}x slower on the GPU", ratio=f"{cpu / gpu:.1f}")
         )
     if s.amp_dtype and s.amp_finite:
-        parts.append(f"AMP {s.amp_dtype} ok")
+        parts.append(msg("AMP {dtype} ok", dtype=s.amp_dtype))
     if s.dataloader_ok:
-        parts.append("DataLoader workers ok")
+        parts.append(msg("DataLoader workers ok"))
     if s.checkpoint_ok:
-        parts.append("checkpoint loads on CPU")
-    return "Smoke test: " + "; ".join(parts)
+        parts.append(msg("checkpoint loads on CPU"))
+    return msg("Smoke test: {parts}", parts=joined(parts))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from cudadoctor.advice import install as install_advice
 from cudadoctor.advice import shell
+from cudadoctor.advice.install import joined
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompileFacts
-from cudadoctor.model import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table, msg
 from cudadoctor.rules.catalogue import entry, fix
 
 COMPILE_SECTION = "torch.compile"  # a --full check of its own, not a library
@@ -54,11 +55,29 @@ def _compile(f: Facts, c: CompileFacts) -> list[Finding]:
         # a GPU that runs kernels is compiled for alone (backends/children/compile_child.py); before, after the CPU
         t = f.torch
         gpu = c.cpu_ok or (c.cpu_ok is None and t is not None and t.is_available is True and not t.kernel_error)
-        stage = ("compiling on the GPU" if gpu else "compiling on the CPU") if c.torch_version else "starting"
+        stage = (
+            (msg("compiling on the GPU") if gpu else msg("compiling on the CPU"))
+            if c.torch_version
+            else msg("starting")
+        )
+        if c.child_error:
+            title = msg(
+                "The torch.compile check timed out while {stage}: {error}"
+                if c.timed_out
+                else "The torch.compile check failed while {stage}: {error}",
+                stage=stage,
+                error=c.child_error,
+            )
+        else:
+            title = msg(
+                "The torch.compile check timed out while {stage}"
+                if c.timed_out
+                else "The torch.compile check failed while {stage}",
+                stage=stage,
+            )
         return [
             COMPILE_INCOMPLETE.finding(
-                title=f"The torch.compile check {'timed out' if c.timed_out else 'failed'} while {stage}"
-                + (f": {c.child_error}" if c.child_error else ""),
+                title=title,
                 fix=[
                     fix(
                         "Run it by hand and watch where it stops",
@@ -78,11 +97,13 @@ def _compile(f: Facts, c: CompileFacts) -> list[Finding]:
     if not failures:
         times = (("CPU", c.cpu_seconds), ("GPU", c.gpu_seconds))
         took = ", ".join(f"{w} {round(s, 1):g} s" for w, s in times if s is not None)
-        return [COMPILE_OK.finding(title=f"torch.compile works ({took})")]
+        return [COMPILE_OK.finding(title=msg("torch.compile works ({times})", times=took))]
     windows = f.system is not None and f.system.os == "Windows"
     missing, fixes = _compile_causes(f, c, " ".join(e or "" for _, e in failures), windows)
-    where = " and ".join(w for w, _ in failures)
-    title = f"torch.compile fails on the {where}" + (f": {missing[0]}" if missing else f": {failures[0][1]}")
+    where = joined([w for w, _ in failures], " and ", names=True)
+    title = msg(
+        "torch.compile fails on the {devices}: {cause}", devices=where, cause=missing[0] if missing else failures[0][1]
+    )
     return [
         COMPILE_FAILED.finding(
             title=title,
@@ -93,13 +114,14 @@ def _compile(f: Facts, c: CompileFacts) -> list[Finding]:
 
 
 def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tuple[list[str], list[Fix]]:
+    """What inductor lacks (each a message, for the title) and the fixes for it."""
     py = c.python_executable
     missing: list[str] = []
     fixes: list[Fix] = []
     text = errors.lower()
     if c.compiler is None or "invalidcxxcompiler" in text or "cl is not found" in text:
         name = c.compiler_name or ("cl" if windows else "g++")
-        missing.append(f"no C++ compiler ({name})")
+        missing.append(msg("no C++ compiler ({name})", name=name))
         if windows:
             fixes.append(
                 fix(
@@ -112,21 +134,31 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
         elif name not in ("g++", "clang++", "c++"):
             fixes.append(
                 fix(
-                    f"CXX names {name}, which inductor cannot run: unset it (or point it at an installed compiler)",
+                    msg(
+                        "CXX names {name}, which inductor cannot run: unset it (or point it at an installed compiler)",
+                        name=name,
+                    ),
                     "unset CXX",
                 )
             )
         else:
             fixes.append(fix("Install a C++ compiler", *_compiler_install(f)))
     if c.python_headers is False or "python.h" in text:
-        missing.append(f"no Python headers (Python.h not in {c.python_include})")
+        missing.append(msg("no Python headers (Python.h not in {path})", path=c.python_include))
         headers = _headers_install(f)
         if headers:
             fixes.append(fix("Install the Python development headers", *headers))
         else:  # no package name known for this system: say what to install, not a comment to paste
-            fixes.append(fix(f"Install the Python development headers (Python.h) for {py} with the system's installer"))
+            fixes.append(
+                fix(
+                    msg(
+                        "Install the Python development headers (Python.h) for {python} with the system's installer",
+                        python=py,
+                    )
+                )
+            )
     if c.cache_writable is False or "permission denied" in text or "read-only file system" in text:
-        missing.append(f"cache directory not writable ({c.cache_dir})")
+        missing.append(msg("cache directory not writable ({path})", path=c.cache_dir))
         fixes.append(
             fix(
                 "Point inductor at a writable cache directory",
@@ -134,7 +166,9 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
             )
         )
     if c.gpu_ok is False and (c.triton is None or "triton" in text):
-        missing.append("no working Triton" + (f" ({c.triton_error})" if c.triton_error else ""))
+        missing.append(
+            msg("no working Triton ({error})", error=c.triton_error) if c.triton_error else msg("no working Triton")
+        )
         pkg = "triton-windows" if windows else "triton"  # Windows: the community build (no official wheels)
         fixes.append(fix("Install Triton (GPU code generation)", install_advice.package_install(f, [pkg], python=py)))
     if not fixes:

@@ -139,12 +139,12 @@ def fleet_summary(code: str) -> str:
 def test_rank_0s_zh_cn_report_names_the_nodes_ranks_and_gpus_in_chinese(capsys):
     """What rank 0 prints for `cudadoctor --lang zh_CN fleet` (commands/fleet.py: report, then emit) on the
     slow example job. A run needs torchrun and nodes; tests/commands/test_fleet.py runs those in English."""
-    from cudadoctor.commands.fleet import emit, report
+    from cudadoctor.commands.fleet import FleetOptions, emit, report
 
     job = fleets()[1]
-    o = dict(redact=False, full=True, quick=False, fail_on=None, output=None, junit=None, verbose=False)
+    o = FleetOptions(full=True)
     with i18n.use("zh_CN"):
-        emit(report(job, None, False, o), job, "text", o)
+        emit(report(job, None, False, o), job, o, [])
     out = " ".join(capsys.readouterr().out.split())  # the terminal wraps lines
     assert "测量了 32 块 GPU" in out
     assert "gpu02 的 GPU 5（进程 13） 上的 bf16 GEMM：610.0 TFLOP/s，集群中位数为 721.0" in out

@@ -1011,7 +1011,7 @@ def test_a_windows_report_keeps_windows_paths() -> None:
     t.loaded_libraries = {"cudnn": ["C:\\cuda\\bin\\cudnn64_9.dll"]}
     assert "CD208" in {f.code for f in evaluate(Facts(system=win, torch=t), [])}
 
-    from cudadoctor.rules.libraries import import_failure_detail
+    from cudadoctor.rules.torch_install import import_failure_detail
 
     t = windows_torch()
     t.libraries = LibraryFacts(

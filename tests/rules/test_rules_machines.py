@@ -313,9 +313,9 @@ def test_a_pasted_version_gets_an_index_it_exists_on() -> None:
 
 def test_no_advice_is_a_label_not_a_comment() -> None:
     from cudadoctor.advice.install import Advice
-    from cudadoctor.rules.torch_build import _advice_fix
+    from cudadoctor.rules.torch_install import advice_fix
 
-    fixes = _advice_fix(Advice(None, None, note="no known torch build fits"), "Install torch")
+    fixes = advice_fix(Advice(None, None, note="no known torch build fits"), "Install torch")
     assert fixes[0].commands == [] and "https://pytorch.org/get-started/previous-versions/" in fixes[0].when
 
 

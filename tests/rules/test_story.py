@@ -111,14 +111,16 @@ def devices(draw: st.DrawFn) -> list[NvmlDevice]:
 
 
 @st.composite
-def torch_facts(draw: st.DrawFn, gpus: list[NvmlDevice]) -> TorchFacts:
+def torch_facts(draw: st.DrawFn, gpus: list[NvmlDevice], machine: str | None = None) -> TorchFacts:
+    """An official wheel's facts: its arch list is the one built for this machine's CPU architecture (an
+    aarch64 cu130 wheel has no sm_75, so a T4 there is a real CD205, not one that knowing less invents)."""
     if draw(st.integers(0, 5)) == 0:  # not installed: then nothing else about torch is known
         return TorchFacts(python_executable="/opt/venv/bin/python", installed=False, complete=True)
     version = draw(st.sampled_from(TORCH))
     local = version.partition("+")[2]
     cuda = None if local == "cpu" else f"{local[2:-1]}.{local[-1]}"
     available = draw(MAYBE_BOOL) if cuda else False
-    flags = wheels.official_arch_flags(version)
+    flags = wheels.official_arch_flags(version, machine)
     return TorchFacts(
         python_executable="/opt/venv/bin/python",
         installed=True,
@@ -209,7 +211,7 @@ def machines(draw: st.DrawFn) -> Facts:
             ]
         )
     )
-    torch = draw(torch_facts(gpus))
+    torch = draw(torch_facts(gpus, system.machine))
     if torch.installed:
         torch.libraries = draw(st.sampled_from(LIBRARIES))
     return Facts(
