@@ -12,10 +12,9 @@ NVIDIA runtime is not the default). NVIDIA/nvidia-docker#1483 (host PIDs), apach
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.facts.platform import ContainerFacts
 from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.predicates import container
+from cudadoctor.rules.predicates import capabilities_cause, container
 from cudadoctor.rules.predicates import container_root_cause as root_cause
 
 VISIBLE_DEVICES = entry(
@@ -59,19 +58,6 @@ HIDDEN_PROCESSES = entry(
 
 # NVML's "used" includes what the driver reserves (a few hundred MiB); below this nothing is hidden.
 HIDDEN_MIN_BYTES = 1 << 30
-
-
-def _caps(c: ContainerFacts) -> set[str]:
-    return {w.strip().lower() for w in (c.driver_capabilities or "").split(",") if w.strip()}
-
-
-def capabilities_cause(f: Facts) -> str | None:
-    """CD145 when libcuda is missing because the capabilities leave out compute (for cuda_driver.py)."""
-    c = container(f)
-    if c is None or c.driver_capabilities is None:
-        return None
-    caps = _caps(c)
-    return None if "compute" in caps or "all" in caps else "CD145"
 
 
 def evaluate(f: Facts) -> list[Finding]:

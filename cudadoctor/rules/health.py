@@ -262,15 +262,6 @@ def _clocks(devices: list[NvmlDevice]) -> list[Finding]:
     ]
 
 
-def compute_mode_cause(f: Facts) -> str | None:
-    """CD155 when a GPU's compute mode explains CUDA_ERROR_DEVICE_UNAVAILABLE (for cuda_driver.py)."""
-    d = f.driver
-    if d is None or d.init_status != "ok":
-        return None
-    limited = (COMPUTE_EXCLUSIVE_PROCESS, COMPUTE_EXCLUSIVE_THREAD, COMPUTE_PROHIBITED)
-    return "CD155" if any(dev.compute_mode in limited and not dev.error for dev in d.devices) else None
-
-
 def _compute_mode(f: Facts, devices: list[NvmlDevice]) -> list[Finding]:
     limited = [
         d

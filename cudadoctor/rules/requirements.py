@@ -11,6 +11,7 @@ from cudadoctor.knowledge.architectures import parse_cc
 from cudadoctor.knowledge.units import exact_size, format_size
 from cudadoctor.model import Finding, Fix, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import visibility
 
 
 @dataclass
@@ -122,7 +123,6 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
                 fix=[fix("See why", "cudadoctor check")],
             )
         ], ""
-    from cudadoctor.rules.visible import visibility
 
     vis = visibility(f)
     every = [d for d in driver.devices if d.error is None]

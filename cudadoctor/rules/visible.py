@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.knowledge.visibility import Visibility, from_env
+from cudadoctor.knowledge.visibility import Visibility
 from cudadoctor.model import Finding, Severity, Table, plural
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import visibility  # rules/measurements.py imports it from here too
 
 VISIBLE_TABLE = entry(
     "CD300",
@@ -74,14 +75,6 @@ def table(vis: Visibility) -> Table:
             [f"cuda:{s.ordinal}", str(d.index), s.mig_uuid or d.uuid or "?", format_size(d.memory_free), d.name or "?"]
         )
     return Table(["cuda", "nvml", "uuid", "free>", "name"], rows)
-
-
-def visibility(f: Facts) -> Visibility | None:
-    """Which GPUs CUDA programs started here see: the one helper every rule uses. None when the driver's
-    devices or the environment (the system probe) are unknown."""
-    if f.driver is None or f.driver.init_status != "ok" or not f.driver.devices:
-        return None
-    return from_env(f.system.env if f.system is not None else None, f.driver.devices)
 
 
 def _cuda_cannot_start(f: Facts) -> bool:
