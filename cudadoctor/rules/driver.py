@@ -337,7 +337,7 @@ def _not_loaded(f: Facts) -> Finding:
         "nouveau-not-loaded": msg("nouveau is not loaded"),
     }
     if excluded:
-        why = _more(why, msg("Ruled out here: {facts}.", facts=joined([words[x] for x in excluded], comma=True)))
+        why = _more(why, msg("Ruled out here: {facts}.", facts=joined([words[x] for x in excluded], sep=", ")))
     drop = {2 for x in excluded if x == "secure-boot-off"} | {1 for x in excluded if x == "built-for-kernel"}
     return DRIVER_NOT_LOADED.finding(why=why, fix=[x for i, x in enumerate(fixes) if i not in drop])
 

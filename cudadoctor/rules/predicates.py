@@ -400,14 +400,19 @@ def module_versions(versions: dict[str, object]) -> Message:
 # --- composing the messages several rule modules raise --------------------------------------------------
 
 
-def joined(parts: list[Message] | list[str], comma: bool = False) -> Message:
-    """Parts of a title as one message, each translated in turn: "a; b; c" (or "a, b, c"). A template per
-    separator, so that a translation chooses its own."""
+def joined(parts: list[Message] | list[str], sep: str = "; ") -> Message:
+    """Parts of a title or page as one message, each translated in turn: "a; b; c", "a, b, c" (sep ", ") or
+    sentences "a b c" (sep " "). A template per separator, so that a translation chooses its own."""
     if not parts:
         return msg("{text}", text="")
     out = parts[-1] if isinstance(parts[-1], Message) else msg("{text}", text=parts[-1])
     for part in reversed(parts[:-1]):
-        out = msg("{first}, {rest}" if comma else "{first}; {rest}", first=part, rest=out)
+        if sep == ", ":
+            out = msg("{first}, {rest}", first=part, rest=out)
+        elif sep == " ":
+            out = msg("{first} {rest}", first=part, rest=out)
+        else:
+            out = msg("{first}; {rest}", first=part, rest=out)
     return out
 
 
