@@ -126,9 +126,15 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
 
 def _timed_out(o: ProbeOutcome) -> Message:
     """ "The torch probe did not finish within 60 s" (probes.py words the error)."""
-    within = re.fullmatch(r"did not finish within (\S+) s", o.error or "")
+    within = re.fullmatch(r"did not finish (within|in) (\S+) s", o.error or "")
     if within:
-        return msg("The {probe} probe did not finish within {seconds} s", probe=o.name, seconds=within[1])
+        return msg(
+            "The {probe} probe did not finish within {seconds} s"
+            if within[1] == "within"
+            else "The {probe} probe did not finish in {seconds} s",
+            probe=o.name,
+            seconds=within[2],
+        )
     return msg("The {probe} probe {error}", probe=o.name, error=o.error)
 
 
