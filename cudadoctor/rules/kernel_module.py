@@ -24,6 +24,7 @@ from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.predicates import (
     SECURE_BOOT_HINTS,
     NeededFlavour,
+    container,
     device_node_problems,
     dropped_gpu,
     fabric_manager_trouble,
@@ -380,7 +381,7 @@ def _device_nodes(f: Facts) -> list[Finding]:
     if found is None:
         return []
     missing, closed = found
-    in_container = f.platform is not None and f.platform.container is not None and f.platform.container.runtime
+    in_container = container(f) is not None
     user = f.system.user if f.system and f.system.user else "$USER"
     fixes = []
     if closed:
