@@ -37,6 +37,8 @@ def extract_catalogue(fileobj: Any, keywords: Any, comment_tags: Any, options: A
         for f in e.fixes:
             yield 1, None, f.when, [f"{e.code} fix label"]
     yield from _knowledge()
+    if fileobj is not None:  # the msg() templates written in catalogue.py itself (named())
+        yield from _messages(ast.parse(fileobj.read().decode("utf-8")))
 
 
 def _knowledge() -> Extracted:

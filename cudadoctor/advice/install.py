@@ -630,8 +630,9 @@ def _within_branch(f: Facts, need: str, windows: bool) -> str | None:
     Pascal, Volta: 580) that runs the same CUDA: the floor of minor-version compatibility for its major. None
     where even that is past the branch."""
     limit = gpu_branch_limit(f)
-    if limit is None or int(need.split(".")[0]) <= limit:
-        return need
+    major = need.split(".")[0]
+    if limit is None or not major.isdigit() or int(major) <= limit:
+        return need  # no limit, or no version to compare (a caller without a minimum passes "")
     cuda = max_cuda_for_driver(need, windows)
     floor = major_floor(cuda[0], windows) if cuda else None
     return floor if floor and int(floor.split(".")[0]) <= limit else None

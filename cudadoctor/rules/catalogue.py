@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cudadoctor.model import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Severity, Table, msg
 
 # Report order. Code ranges: CD0xx doctor, CD1xx driver/libcuda/toolkit/system (CD112-119, CD126-129,
 # CD143-199 below torch: WSL, kernel module, containers, GPU health), CD2xx torch and its libraries,
@@ -85,8 +85,9 @@ def entry(
 
 
 def named(thing: str, value: object) -> str:
-    """ "torch 2.5.1", or "torch" alone where the value is unknown: a title never shows None."""
-    return thing if value is None or value == "" else f"{thing} {value}"
+    """ "torch 2.5.1", or "torch" alone where the value is unknown: a title never shows None. A message
+    (model.msg), so that a `thing` that is itself one ("NVIDIA driver") is translated where it is shown."""
+    return thing if value is None or value == "" else msg("{thing} {value}", thing=thing, value=value)
 
 
 def fix(when: str, *commands: str, lang: str = "") -> Fix:

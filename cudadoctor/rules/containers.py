@@ -12,10 +12,9 @@ NVIDIA runtime is not the default). NVIDIA/nvidia-docker#1483 (host PIDs), apach
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.facts.platform import ContainerFacts
-from cudadoctor.model import Finding, Severity, Table, plural
+from cudadoctor.model import Finding, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.predicates import container
+from cudadoctor.rules.predicates import capabilities_cause, container
 from cudadoctor.rules.predicates import container_root_cause as root_cause
 
 VISIBLE_DEVICES = entry(
@@ -61,19 +60,6 @@ HIDDEN_PROCESSES = entry(
 HIDDEN_MIN_BYTES = 1 << 30
 
 
-def _caps(c: ContainerFacts) -> set[str]:
-    return {w.strip().lower() for w in (c.driver_capabilities or "").split(",") if w.strip()}
-
-
-def capabilities_cause(f: Facts) -> str | None:
-    """CD145 when libcuda is missing because the capabilities leave out compute (for cuda_driver.py)."""
-    c = container(f)
-    if c is None or c.driver_capabilities is None:
-        return None
-    caps = _caps(c)
-    return None if "compute" in caps or "all" in caps else "CD145"
-
-
 def evaluate(f: Facts) -> list[Finding]:
     out: list[Finding] = []
     c = container(f)
@@ -82,7 +68,7 @@ def evaluate(f: Facts) -> list[Finding]:
         value = (c.visible_devices or "").strip()
         out.append(
             VISIBLE_DEVICES.finding(
-                title=f'NVIDIA_VISIBLE_DEVICES="{value}" hides the GPUs from this container',
+                title=msg('NVIDIA_VISIBLE_DEVICES="{value}" hides the GPUs from this container', value=value),
                 fix=[
                     fix("Docker: ask for the GPUs when starting the container", "docker run --gpus all --rm IMAGE"),
                     fix(
@@ -113,7 +99,9 @@ def evaluate(f: Facts) -> list[Finding]:
     if c is not None and cuda_missing and nvml_ok and capabilities_cause(f):
         out.append(
             CAPABILITIES.finding(
-                title=f'NVIDIA_DRIVER_CAPABILITIES="{c.driver_capabilities}" lacks "compute": no libcuda here',
+                title=msg(
+                    'NVIDIA_DRIVER_CAPABILITIES="{value}" lacks "compute": no libcuda here', value=c.driver_capabilities
+                ),
                 fix=[
                     fix(
                         "Start the container with the compute capability",
@@ -143,26 +131,32 @@ def _hidden_processes(f: Facts) -> list[Finding]:
         return []
     c = container(f)
     if c is not None and c.own_pid_namespace is not False:
-        where = (
-            "This is a container with its own PID namespace, so the processes using these GPUs run elsewhere"
+        why = msg(
+            "{page} This is a container with its own PID namespace, so the processes using these GPUs run elsewhere "
+            "(another container or the host) — not 'no processes'."
             if c.own_pid_namespace
-            else "This is a container; if it has its own PID namespace (not known here), the processes using "
-            "these GPUs run elsewhere"
+            else "{page} This is a container; if it has its own PID namespace (not known here), the processes using "
+            "these GPUs run elsewhere (another container or the host) — not 'no processes'.",
+            page=msg(HIDDEN_PROCESSES.explanation),
         )
-        why = f"{HIDDEN_PROCESSES.explanation} {where} (another container or the host) — not 'no processes'."
         fixes = [
             fix("On the host: see who holds the memory", "nvidia-smi", "sudo fuser -v /dev/nvidia*"),
             fix("Or run this container in the host's PID namespace", "docker run --pid=host --gpus all ..."),
         ]
     else:
-        why = (
-            f"{HIDDEN_PROCESSES.explanation} Processes of other users (or of containers) are listed only "
-            "to root; listing them needs root."
+        why = msg(
+            "{page} Processes of other users (or of containers) are listed only to root; listing them needs root.",
+            page=msg(HIDDEN_PROCESSES.explanation),
         )
         fixes = [fix("List every process that has the GPU open (needs root)", "sudo fuser -v /dev/nvidia*")]
     return [
         HIDDEN_PROCESSES.finding(
-            title=f"GPU memory in use with no process listed on {plural(len(rows), 'GPU')}",
+            title=msg_n(
+                "GPU memory in use with no process listed on {n} GPU",
+                "GPU memory in use with no process listed on {n} GPUs",
+                len(rows),
+                n=len(rows),
+            ),
             why=why,
             fix=fixes,
             tables=[Table(["GPU", "Name", "Used"], rows)],

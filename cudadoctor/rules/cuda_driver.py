@@ -6,11 +6,18 @@ from cudadoctor.facts import Facts
 from cudadoctor.knowledge import cuda_errors as errors
 from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.model import Finding, Fix, Severity, plural
-from cudadoctor.rules import containers, health, kernel_module, predicates, wsl
+from cudadoctor.model import Finding, Fix, Severity, msg, msg_n
+from cudadoctor.rules import predicates
 from cudadoctor.rules.catalogue import entry, fix, named
-from cudadoctor.rules.driver import CONTAINER_FIX
-from cudadoctor.rules.predicates import container
+from cudadoctor.rules.predicates import (
+    CONTAINER_FIX,
+    capabilities_cause,
+    compute_mode_cause,
+    container,
+    fabric_manager_trouble,
+    windows_fixes,
+    wsl_root_cause,
+)
 
 LIBCUDA_OK = entry(
     "CD120",
@@ -91,7 +98,8 @@ def evaluate(f: Facts) -> list[Finding]:
             return []
         return [
             CUINIT_FAILED.finding(
-                title=f"The libcuda check failed before loading it: {c.child_error}", severity=Severity.INFO
+                title=msg("The libcuda check failed before loading it: {error}", error=c.child_error),
+                severity=Severity.INFO,
             )
         ]
     if not c.library_found:
@@ -115,11 +123,13 @@ def evaluate(f: Facts) -> list[Finding]:
                     )
                 ]
             )
-            cause = containers.capabilities_cause(f) if in_container else None
+            cause = capabilities_cause(f) if in_container else None
             return [LIBCUDA_MISSING_WITH_NVML.finding(fix=fixes, cause=cause)]
         return [
             LIBCUDA_ABSENT.finding(
-                title=f"No CUDA driver library: {c.load_error}" if c.load_error else LIBCUDA_ABSENT.summary,
+                title=msg("No CUDA driver library: {error}", error=c.load_error)
+                if c.load_error
+                else LIBCUDA_ABSENT.summary,
             )
         ]
     if c.init_result is None:
@@ -127,23 +137,27 @@ def evaluate(f: Facts) -> list[Finding]:
             return []  # not known whether cuInit ran
         return [
             CUINIT_FAILED.finding(
-                title=f"cuInit could not be called: {c.child_error}",
+                title=msg("cuInit could not be called: {error}", error=c.child_error),
             )
         ]
     if c.init_result == 0:
-        return [
-            LIBCUDA_OK.finding(
-                title=named("libcuda", cuda_int_to_str(c.driver_version))
-                + (f" at {c.library_path}" if c.library_path else "")
-                + ": cuInit ok"
-                + (f", {plural(c.device_count, 'device')}" if c.device_count is not None else ""),
-            )
-        ]
+        libcuda = named("libcuda", cuda_int_to_str(c.driver_version))
+        title = msg(
+            "{libcuda} at {path}: cuInit ok" if c.library_path else "{libcuda}: cuInit ok",
+            libcuda=libcuda,
+            path=c.library_path,
+        )
+        if c.device_count is not None:
+            n = c.device_count
+            title = msg("{title}, {devices}", title=title, devices=msg_n("{n} device", "{n} devices", n, n=n))
+        return [LIBCUDA_OK.finding(title=title)]
     name, meaning = CU_INIT_ERRORS.get(c.init_result, (c.init_error_name or f"CUresult {c.init_result}", ""))
     if c.init_result == 34:
         return [
             STUB_LIBCUDA.finding(
-                title=STUB_LIBCUDA.summary + (f": {c.library_path}" if c.library_path else ""),
+                title=msg("{summary}: {path}", summary=msg(STUB_LIBCUDA.summary), path=c.library_path)
+                if c.library_path
+                else STUB_LIBCUDA.summary,
                 fix=[
                     fix(
                         "Take the stubs directory off the library path",
@@ -157,8 +171,10 @@ def evaluate(f: Facts) -> list[Finding]:
     fixes, cause = _cuinit_fixes(f, c.init_result)
     return [
         CUINIT_FAILED.finding(
-            title=f"cuInit failed: {name} ({c.init_result})",
-            why=f"{meaning} {CUINIT_FAILED.explanation}".strip(),
+            title=msg("cuInit failed: {name} ({code})", name=name, code=c.init_result),
+            why=msg("{meaning} {page}", meaning=msg(meaning), page=msg(CUINIT_FAILED.explanation))
+            if meaning
+            else msg(CUINIT_FAILED.explanation),
             fix=fixes,
             cause=cause,
         )
@@ -181,7 +197,7 @@ def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
         )
         fixes.append(fix("Compare with the GPUs the driver sees", "nvidia-smi -L"))
     elif code == errors.CUDA_ERROR_DEVICE_UNAVAILABLE:
-        cause = health.compute_mode_cause(f)
+        cause = compute_mode_cause(f)
         fixes.append(
             fix(
                 "See the compute mode and who holds the GPU; set the shared mode back",
@@ -191,8 +207,15 @@ def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
             )
         )
     elif code == errors.CUDA_ERROR_SYSTEM_NOT_READY:
-        cause, fm = kernel_module.fabric_manager_fix(f)
-        fixes.extend(fm)
+        cause = "CD143" if fabric_manager_trouble(f) is not None else None  # rules/kernel_module.py says why
+        fixes.append(
+            fix(
+                "Start the fabric manager (NVSwitch systems); it must be the driver's exact version",
+                "sudo systemctl enable --now nvidia-fabricmanager",
+                "systemctl status nvidia-fabricmanager",
+                "nv-fabricmanager --version; nvidia-smi --query-gpu=driver_version --format=csv,noheader",
+            )
+        )
     elif code in (errors.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, errors.CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE):
         fixes.append(
             fix(
@@ -213,8 +236,8 @@ def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
     elif code == errors.CUDA_ERROR_OPERATING_SYSTEM:
         if in_wsl:
             # CD115 is said only where the platform facts saw WSL; another WSL finding may be the cause
-            cause = wsl.root_cause(f) or ("CD115" if wsl.wsl(f) is not None else None)
-            fixes.extend(wsl.windows_fixes(f))
+            cause = wsl_root_cause(f) or ("CD115" if predicates.wsl(f) is not None else None)
+            fixes.extend(windows_fixes())
         else:
             fixes.append(
                 fix(
@@ -241,8 +264,8 @@ def _cuinit_fixes(f: Facts, code: int) -> tuple[list[Fix], str | None]:
         cause = "CD110"  # the driver counts no GPU (driver.py): whatever cuInit says follows from that
     if in_wsl:
         if not fixes:
-            fixes.extend(wsl.windows_fixes(f))
-        cause = cause or wsl.root_cause(f)
+            fixes.extend(windows_fixes())
+        cause = cause or wsl_root_cause(f)
     else:
         fixes.append(fix("Read the kernel log (needs root)", "sudo dmesg -T | grep -i -E 'NVRM|Xid' | tail"))
     return fixes, cause

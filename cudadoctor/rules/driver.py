@@ -4,14 +4,30 @@ from __future__ import annotations
 
 from cudadoctor.facts import DriverFacts, Facts
 from cudadoctor.facts.nvml import SICK_ERRORS
-from cudadoctor.knowledge.architectures import last_driver_branch
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
-from cudadoctor.knowledge.driver_install import SOURCES, install_commands, pre_turing_pci
+from cudadoctor.knowledge.driver_install import LEGACY_BRANCH, SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
-from cudadoctor.rules import kernel_module, wsl
+from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import CATALOGUE, entry, fix, named
-from cudadoctor.rules.predicates import container, container_root_cause, in_wsl, jetson, package_tool
+
+# CONTAINER_FIX, WSL_FIX: rules/paste.py imports them from here
+from cudadoctor.rules.predicates import (
+    CONTAINER_FIX,
+    WSL_FIX,
+    container,
+    container_root_cause,
+    in_wsl,
+    jetson,
+    joined,
+    legacy_gpu,
+    mismatch,
+    module_root_cause,
+    module_versions,
+    nodes_cause,
+    package_tool,
+    ruled_out,
+    wsl_root_cause,
+)
 
 DRIVER_OK = entry(
     "CD100",
@@ -137,32 +153,6 @@ BINDING_MISSING = entry(
     driver and GPU facts are unknown.""",
 )
 
-CONTAINER_FIX = [
-    fix(
-        "Docker: pass the GPUs in (needs the NVIDIA Container Toolkit on the host)",
-        "docker run --gpus all --rm IMAGE nvidia-smi",
-    ),
-    fix(
-        "On the host, once: install and register the NVIDIA Container Toolkit",
-        "sudo apt-get install -y nvidia-container-toolkit",
-        "sudo nvidia-ctk runtime configure --runtime=docker",
-        "sudo systemctl restart docker",
-    ),
-    fix("Kubernetes: request a GPU in the pod spec", "resources: {limits: {nvidia.com/gpu: 1}}"),
-]
-WSL_FIX = [
-    fix(
-        "Install the NVIDIA driver on Windows (not inside WSL), then restart WSL from Windows",
-        f"start {SOURCES['generic']}",
-        "wsl --shutdown",
-    ),
-    fix(
-        "Never install a Linux NVIDIA driver inside WSL; remove one if present",
-        "sudo apt-get remove --purge '^nvidia-driver-.*' '^libnvidia-.*'",
-    ),
-]
-
-
 # Linux driver packages inside WSL, by the distribution's package manager (WSL_FIX, for a paste without
 # facts, assumes apt)
 _WSL_REMOVE = {
@@ -185,24 +175,29 @@ def _wsl_fix(f: Facts) -> list[Fix]:
     return [WSL_FIX[0], remove]
 
 
-def _legacy_gpu(f: Facts) -> bool | int:
-    """The last driver branch of a GPU here that newer drivers ignore (Kepler: 470; Maxwell, Pascal, Volta:
-    580; knowledge/architectures.py) by its compute capability, or True by its PCI device ID when NVML
-    cannot tell (older than Turing)."""
-    d = f.driver
-    if d is not None and (
-        limits := [b for dev in d.devices or [] if (b := last_driver_branch(dev.compute_capability))]
-    ):
-        return min(limits)
-    return f.pci is not None and pre_turing_pci([g.device_id for g in f.pci.nvidia_gpus])
+# install_commands' labels that are words, not names
+_SYSTEMS = {"RHEL and derivatives": msg("RHEL and derivatives"), "Any Linux": msg("Any Linux")}
+
+
+def _system(label: str) -> Message:
+    """ "Ubuntu", "RHEL and derivatives, driver 580" (knowledge/driver_install.install_commands) as a message."""
+    if isinstance(label, Message):
+        return label
+    legacy = f", driver {LEGACY_BRANCH}"
+    base = label[: -len(legacy)] if label.endswith(legacy) else label
+    name = _SYSTEMS.get(base) or msg("{name}", name=base)
+    return msg("{system}, driver {branch}", system=name, branch=LEGACY_BRANCH) if base != label else name
 
 
 def _driver_install(f: Facts) -> list[Fix]:
     system = f.system
     if system is not None and system.os == "Windows":
         return [fix("Install the NVIDIA driver for Windows, then reboot", f"start {SOURCES['generic']}")]
-    label, commands = install_commands(system.os_id if system else None, legacy=_legacy_gpu(f))
-    return [fix(f"{label}: install the NVIDIA driver", *commands), fix("Check afterwards", "nvidia-smi")]
+    label, commands = install_commands(system.os_id if system else None, legacy=legacy_gpu(f))
+    return [
+        fix(msg("{system}: install the NVIDIA driver", system=_system(label)), *commands),
+        fix("Check afterwards", "nvidia-smi"),
+    ]
 
 
 def _driver_upgrade(f: Facts) -> list[str]:
@@ -212,7 +207,21 @@ def _driver_upgrade(f: Facts) -> list[str]:
         return [f"start {page}"]
     if in_wsl(f):
         return [f"explorer.exe {page}"]
-    return install_commands(f.system.os_id if f.system else None, legacy=_legacy_gpu(f))[1]
+    return install_commands(f.system.os_id if f.system else None, legacy=legacy_gpu(f))[1]
+
+
+def _detail(summary: str | Message, detail: object) -> Message:
+    """ "<the catalogue's title>: <this machine's detail>", both translated where they are messages."""
+    return msg("{summary}: {detail}", summary=summary if isinstance(summary, Message) else msg(summary), detail=detail)
+
+
+def _more(page: str | Message, sentence: Message) -> Message:
+    """A page with one more sentence about this machine."""
+    return msg("{page} {detail}", page=page if isinstance(page, Message) else msg(page), detail=sentence)
+
+
+def _status(d: DriverFacts) -> dict[str, object]:
+    return {"status": d.init_status, "message": d.init_message}
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -233,75 +242,17 @@ def evaluate(f: Facts) -> list[Finding]:
     if in_wsl(f):
         return [_wsl_failure(f, d)]  # no modprobe, DKMS or Secure Boot inside WSL
     if d.init_status == "DRIVER_NOT_LOADED":
-        cause = kernel_module.root_cause(f)
-        if cause is not None:
-            return [
-                DRIVER_NOT_LOADED.finding(
-                    title=f"{DRIVER_NOT_LOADED.summary}: {CATALOGUE[cause].summary}",
-                    fix=[fix("Once the cause is fixed: load it and check", "sudo modprobe nvidia", "nvidia-smi")],
-                    cause=cause,
-                )
-            ]
-        fixes = [
-            fix(
-                "Load the module and read why it fails",
-                "sudo modprobe nvidia",
-                "sudo dmesg -T | grep -i -E 'nvidia|nouveau|secure boot' | tail -20",
-            ),
-            fix("Rebuild it for the running kernel (DKMS)", "sudo dkms autoinstall", "sudo reboot"),
-            fix("Secure Boot on: enrol the module signing key, or disable Secure Boot", "mokutil --sb-state"),
-        ]
-        ruled_out = kernel_module.ruled_out(f)  # what the platform facts already exclude
-        return [
-            DRIVER_NOT_LOADED.finding(
-                why=DRIVER_NOT_LOADED.explanation + _unread_log(f) + ruled_out[0],
-                fix=[x for i, x in enumerate(fixes) if i not in ruled_out[1]],
-            )
-        ]
+        return [_not_loaded(f)]
     if d.init_status == "LIB_RM_VERSION_MISMATCH":
-        shape = kernel_module.mismatch(f)
+        shape = mismatch(f)
         if shape is not None and shape[0] == "on-disk":
-            return [kernel_module.on_disk_mismatch_finding(f, shape[1])]
-        s = f.system
-        versions = []
-        if s is not None and s.kernel_module_version:
-            versions.append(f"kernel module {s.kernel_module_version}")
-        if d.library_version:
-            versions.append(f"libraries {d.library_version}")
-        title = VERSION_MISMATCH.summary + (f": {' vs '.join(versions)}" if versions else "")
-        why = VERSION_MISMATCH.explanation
-        if shape is not None:  # loaded-older: the module on disk already matches the libraries
-            title = f"{VERSION_MISMATCH.summary}: {'; '.join(shape[1])}"
-            why += " The module installed on disk matches the libraries, so a reboot (or reload) fixes it."
-        return [
-            VERSION_MISMATCH.finding(
-                title=title,
-                why=why,
-                fix=[
-                    fix("Simplest: reboot", "sudo reboot"),
-                    fix(
-                        "Without a reboot: stop GPU users, then reload the modules",
-                        "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia",
-                        "sudo modprobe nvidia",
-                        "nvidia-smi",
-                    ),
-                    fix(
-                        "Debian/Ubuntu: keep unattended upgrades from doing it again",
-                        "sudo apt-mark hold $(dpkg-query -W -f='${Package}\\n' 'nvidia-*' 'libnvidia-*')",
-                    ),
-                    fix(
-                        "RHEL/Fedora: lock the driver version",
-                        "sudo dnf install python3-dnf-plugin-versionlock",
-                        "sudo dnf versionlock add 'nvidia-*'",
-                    ),
-                ],
-            )
-        ]
+            return []  # rules/kernel_module.py says CD128: the packages on disk differ, a reboot will not help
+        return [_version_mismatch(f, d, shape)]
     if d.init_status == "NO_PERMISSION":
         user = f.system.user if f.system and f.system.user else "$USER"
         return [
             NO_PERMISSION.finding(
-                cause=kernel_module.nodes_cause(f),
+                cause=nodes_cause(f),
                 fix=[
                     fix("See who may open the devices", "ls -l /dev/nvidia*"),
                     fix(
@@ -317,7 +268,12 @@ def evaluate(f: Facts) -> list[Finding]:
     if d.init_status in ("CRASHED", "HUNG"):
         return [
             NVML_ERROR.finding(
-                title=f"NVML {d.init_message or 'crashed'}: the driver library itself failed",
+                title=msg(
+                    "NVML {what}: the driver library itself failed"
+                    if d.init_message
+                    else "NVML crashed: the driver library itself failed",
+                    what=d.init_message,
+                ),
                 why="The NVIDIA management library crashed or hung inside the call named, in a child process "
                 "the doctor started for it. nvidia-smi and CUDA programs load the same library and usually "
                 "fail the same way: a broken or half-upgraded driver install, or a stuck GPU.",
@@ -332,8 +288,15 @@ def evaluate(f: Facts) -> list[Finding]:
     known = NVML_ERRORS.get(d.init_status)
     return [
         NVML_ERROR.finding(
-            title=f"NVML failed to initialise: {d.init_status}" + (f" ({d.init_message})" if d.init_message else ""),
-            why=(f"{known[1]} " if known else "") + NVML_ERROR.explanation,
+            title=msg(
+                "NVML failed to initialise: {status} ({message})"
+                if d.init_message
+                else "NVML failed to initialise: {status}",
+                **_status(d),
+            ),
+            why=msg("{meaning} {page}", meaning=msg(known[1]), page=msg(NVML_ERROR.explanation))
+            if known
+            else msg(NVML_ERROR.explanation),
             fix=[
                 *_nvml_error_fix(d.init_status),
                 fix(
@@ -344,6 +307,81 @@ def evaluate(f: Facts) -> list[Finding]:
             ],
         )
     ]
+
+
+def _not_loaded(f: Facts) -> Finding:
+    cause = module_root_cause(f)
+    if cause is not None:
+        return DRIVER_NOT_LOADED.finding(
+            title=_detail(DRIVER_NOT_LOADED.summary, msg(CATALOGUE[cause].summary)),
+            fix=[fix("Once the cause is fixed: load it and check", "sudo modprobe nvidia", "nvidia-smi")],
+            cause=cause,
+        )
+    fixes = [
+        fix(
+            "Load the module and read why it fails",
+            "sudo modprobe nvidia",
+            "sudo dmesg -T | grep -i -E 'nvidia|nouveau|secure boot' | tail -20",
+        ),
+        fix("Rebuild it for the running kernel (DKMS)", "sudo dkms autoinstall", "sudo reboot"),
+        fix("Secure Boot on: enrol the module signing key, or disable Secure Boot", "mokutil --sb-state"),
+    ]
+    why: Message = msg(DRIVER_NOT_LOADED.explanation)
+    m = f.platform.module if f.platform is not None else None
+    if m is not None and m.kernel_log_readable is False:
+        why = _more(
+            why, msg("The kernel log, which says why, is readable only by root here: run the dmesg command below.")
+        )
+    excluded = ruled_out(f)  # what the platform facts already exclude, and the fixes that go with it
+    words = {
+        "secure-boot-off": msg("Secure Boot is off"),
+        "built-for-kernel": msg("a module is built for kernel {kernel}", kernel=m.kernel if m else ""),
+        "nouveau-not-loaded": msg("nouveau is not loaded"),
+    }
+    if excluded:
+        why = _more(why, msg("Ruled out here: {facts}.", facts=joined([words[x] for x in excluded], sep=", ")))
+    drop = {2 for x in excluded if x == "secure-boot-off"} | {1 for x in excluded if x == "built-for-kernel"}
+    return DRIVER_NOT_LOADED.finding(why=why, fix=[x for i, x in enumerate(fixes) if i not in drop])
+
+
+def _version_mismatch(f: Facts, d: DriverFacts, shape: tuple[str, dict[str, object]] | None) -> Finding:
+    s = f.system
+    module = s.kernel_module_version if s is not None and s.kernel_module_version else None
+    title: Message = msg(VERSION_MISMATCH.summary)
+    if module and d.library_version:
+        title = _detail(
+            title, msg("kernel module {module} vs libraries {libraries}", module=module, libraries=d.library_version)
+        )
+    elif module:
+        title = _detail(title, msg("kernel module {module}", module=module))
+    elif d.library_version:
+        title = _detail(title, msg("libraries {versions}", versions=d.library_version))
+    why: Message = msg(VERSION_MISMATCH.explanation)
+    if shape is not None:  # loaded-older: the module on disk already matches the libraries
+        title = _detail(VERSION_MISMATCH.summary, module_versions(shape[1]))
+        why = _more(why, msg("The module installed on disk matches the libraries, so a reboot (or reload) fixes it."))
+    return VERSION_MISMATCH.finding(
+        title=title,
+        why=why,
+        fix=[
+            fix("Simplest: reboot", "sudo reboot"),
+            fix(
+                "Without a reboot: stop GPU users, then reload the modules",
+                "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia",
+                "sudo modprobe nvidia",
+                "nvidia-smi",
+            ),
+            fix(
+                "Debian/Ubuntu: keep unattended upgrades from doing it again",
+                "sudo apt-mark hold $(dpkg-query -W -f='${Package}\\n' 'nvidia-*' 'libnvidia-*')",
+            ),
+            fix(
+                "RHEL/Fedora: lock the driver version",
+                "sudo dnf install python3-dnf-plugin-versionlock",
+                "sudo dnf versionlock add 'nvidia-*'",
+            ),
+        ],
+    )
 
 
 def _nvml_error_fix(status: str) -> list[Fix]:
@@ -360,21 +398,17 @@ def _nvml_error_fix(status: str) -> list[Fix]:
     return []
 
 
-def _unread_log(f: Facts) -> str:
-    m = f.platform.module if f.platform is not None else None
-    if m is not None and m.kernel_log_readable is False:
-        return " The kernel log, which says why, is readable only by root here: run the dmesg command below."
-    return ""
-
-
 def _wsl_failure(f: Facts, d: DriverFacts) -> Finding:
     """NVML fails inside WSL: the cause is on the Windows side or a Linux driver inside WSL, never a module."""
-    cause = wsl.root_cause(f)
+    cause = wsl_root_cause(f)
     entry_ = {"DRIVER_NOT_LOADED": DRIVER_NOT_LOADED, "LIB_RM_VERSION_MISMATCH": VERSION_MISMATCH}.get(
         d.init_status, NO_PERMISSION if d.init_status == "NO_PERMISSION" else NVML_ERROR
     )
     return entry_.finding(
-        title=f"NVML fails inside WSL: {d.init_status}" + (f" ({d.init_message})" if d.init_message else ""),
+        title=msg(
+            "NVML fails inside WSL: {status} ({message})" if d.init_message else "NVML fails inside WSL: {status}",
+            **_status(d),
+        ),
         why="Under WSL2 the driver is the Windows one (its libraries are in /usr/lib/wsl/lib); there is no "
         "NVIDIA kernel module to load inside WSL. This error comes from a Linux driver installed inside WSL, "
         "or from the Windows driver or WSL being too old.",
@@ -398,7 +432,12 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
     if d.device_count is None:
         out.append(
             DRIVER_OK.finding(
-                title=f"NVIDIA driver {d.driver_version or '(version unknown)'} loaded; NVML did not say how many GPUs",
+                title=msg(
+                    "NVIDIA driver {version} loaded; NVML did not say how many GPUs"
+                    if d.driver_version
+                    else "NVIDIA driver (version unknown) loaded; NVML did not say how many GPUs",
+                    version=d.driver_version,
+                ),
                 severity=Severity.INFO,
             )
         )
@@ -413,18 +452,25 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
         )
     else:
         names = ", ".join(sorted({dev.name or "unknown GPU" for dev in d.devices}))
-        out.append(
-            DRIVER_OK.finding(
-                title=f"{named('NVIDIA driver', d.driver_version)}{f' (supports CUDA up to {cuda})' if cuda else ''}, "
-                f"{plural(d.device_count, 'GPU')}" + (f": {names}" if names else ""),
-            )
+        title = msg(
+            "{driver} (supports CUDA up to {cuda}), {gpus}" if cuda else "{driver}, {gpus}",
+            driver=named(msg("NVIDIA driver"), d.driver_version),
+            cuda=cuda,
+            gpus=msg_n("{n} GPU", "{n} GPUs", d.device_count, n=d.device_count),
         )
+        out.append(DRIVER_OK.finding(title=msg("{summary}: {detail}", summary=title, detail=names) if names else title))
     for dev in d.devices:
         if dev.error and dev.error not in SICK_ERRORS:  # a crash or hang in one GPU's call: _query_problems
             out.append(
                 GPU_LOST.finding(
-                    title=f"GPU {dev.index}{' (' + dev.pci_bus_id + ')' if dev.pci_bus_id else ''} "
-                    f"cannot be queried: {dev.error}",
+                    title=msg(
+                        "GPU {index} ({bus}) cannot be queried: {error}"
+                        if dev.pci_bus_id
+                        else "GPU {index} cannot be queried: {error}",
+                        index=dev.index,
+                        bus=dev.pci_bus_id,
+                        error=dev.error,
+                    ),
                     fix=_gpu_lost_fix(dev.index),
                 )
             )
@@ -432,7 +478,11 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
     if d.missing_functions:
         out.append(
             NVML_OLD_DRIVER.finding(
-                title=f"{named('Driver', d.driver_version)} lacks NVML functions: {', '.join(d.missing_functions)}",
+                title=msg(
+                    "{driver} lacks NVML functions: {functions}",
+                    driver=named(msg("Driver"), d.driver_version),
+                    functions=", ".join(d.missing_functions),
+                ),
                 fix=[fix("Upgrade the driver (details are then complete)", *_driver_upgrade(f))],
             )
         )
@@ -454,9 +504,13 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
     if failed:
         out.append(
             NVML_QUERY_ERROR.finding(
-                title=f"NVML could not answer {len(failed)} quer{'y' if len(failed) == 1 else 'ies'}: "
-                + "; ".join(failed[:4])
-                + ("…" if len(failed) > 4 else ""),
+                title=msg_n(
+                    "NVML could not answer {n} query: {queries}",
+                    "NVML could not answer {n} queries: {queries}",
+                    len(failed),
+                    n=len(failed),
+                    queries="; ".join(failed[:4]) + ("…" if len(failed) > 4 else ""),
+                ),
                 severity=Severity.WARNING,
                 why="The driver answered these queries with an error, so the facts they give are unknown here "
                 "(not zero, not absent). A driver in trouble often fails queries before it fails CUDA.",
@@ -469,8 +523,15 @@ def _query_problems(d: DriverFacts) -> list[Finding]:
         unread = (d.device_count or 0) - len(d.devices)
         out.append(
             NVML_QUERY_ERROR.finding(
-                title=f"NVML {d.query_failure}"
-                + (f"; {plural(unread, 'GPU')} could not be read" if unread > 0 else ""),
+                title=msg_n(
+                    "NVML {failure}; {n} GPU could not be read",
+                    "NVML {failure}; {n} GPUs could not be read",
+                    unread,
+                    failure=d.query_failure,
+                    n=unread,
+                )
+                if unread > 0
+                else msg("NVML {failure}", failure=d.query_failure),
                 severity=Severity.ERROR if unread > 0 or "crashed" in d.query_failure else Severity.WARNING,
                 why="The NVIDIA management library crashed or stopped answering inside the call named (in a "
                 "child process the doctor started for it). A GPU whose call failed is named and skipped; the "
@@ -501,7 +562,7 @@ def _library_not_found(f: Facts) -> Finding:
                 ),
             ]
         )
-    if wsl.root_cause(f) == "CD112":
+    if wsl_root_cause(f) == "CD112":
         return NO_DRIVER.finding(
             title="WSL1 has no GPU: no NVIDIA driver library here",
             why="The distribution runs as WSL1, which has no GPU bridge to the Windows driver.",
@@ -517,7 +578,7 @@ def _library_not_found(f: Facts) -> Finding:
         )
     if jetson(f):
         return NO_DRIVER.finding(
-            title=f"Jetson ({jetson(f)}): no NVML, the integrated GPU is driven by JetPack",
+            title=msg("Jetson ({release}): no NVML, the integrated GPU is driven by JetPack", release=jetson(f)),
             severity=Severity.INFO,
             why="Jetson modules have an integrated GPU that is not on the PCI bus, and JetPack ships no "
             "NVML library: nvidia-smi and NVML-based checks do not apply. CUDA itself works through JetPack.",
@@ -541,13 +602,22 @@ def _library_not_found(f: Facts) -> Finding:
             cause=container_root_cause(f),
         )
     gpus = pci.nvidia_gpus if pci is not None else []
-    title = NO_DRIVER.summary
-    why = NO_DRIVER.explanation
-    if gpus:
-        title = f"{plural(len(gpus), 'NVIDIA GPU')} on the PCI bus, but no NVIDIA driver"
-        bound = sorted({g.kernel_driver for g in gpus if g.kernel_driver})
-        if bound:
-            why += f" The GPU is bound to: {', '.join(bound)}."
-        if "nouveau" in bound:
-            why += " nouveau (the open-source driver) cannot run CUDA."
-    return NO_DRIVER.finding(title=title, why=why, fix=_driver_install(f))
+    if not gpus:
+        return NO_DRIVER.finding(fix=_driver_install(f))
+    n = len(gpus)
+    why: Message = msg(NO_DRIVER.explanation)
+    bound = sorted({g.kernel_driver for g in gpus if g.kernel_driver})
+    if bound:
+        why = _more(why, msg("The GPU is bound to: {drivers}.", drivers=", ".join(bound)))
+    if "nouveau" in bound:
+        why = _more(why, msg("nouveau (the open-source driver) cannot run CUDA."))
+    return NO_DRIVER.finding(
+        title=msg_n(
+            "{n} NVIDIA GPU on the PCI bus, but no NVIDIA driver",
+            "{n} NVIDIA GPUs on the PCI bus, but no NVIDIA driver",
+            n,
+            n=n,
+        ),
+        why=why,
+        fix=_driver_install(f),
+    )

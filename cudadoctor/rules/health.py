@@ -27,8 +27,9 @@ from cudadoctor.knowledge.gpu_health import (  # noqa: F401  (re-exported for th
     health_flags,
 )
 from cudadoctor.knowledge.xid import APP, HARDWARE, describe
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import LIMITED_COMPUTE_MODES, joined
 
 # nvmlClocksEventReason* bits (nvml.h; nvidia-ml-py names them the same)
 # named constants and the flag column live in knowledge/gpu_health.py (`gpus` imports no rules)
@@ -158,7 +159,16 @@ def _ecc(devices: list[NvmlDevice]) -> list[Finding]:
     )
     return [
         ECC.finding(
-            title=f"Uncorrectable ECC errors on {plural(len(rows), 'GPU')}" + ("" if now else " (lifetime count only)"),
+            title=msg_n(
+                "Uncorrectable ECC errors on {n} GPU"
+                if now
+                else "Uncorrectable ECC errors on {n} GPU (lifetime count only)",
+                "Uncorrectable ECC errors on {n} GPUs"
+                if now
+                else "Uncorrectable ECC errors on {n} GPUs (lifetime count only)",
+                len(rows),
+                n=len(rows),
+            ),
             severity=Severity.ERROR if now else Severity.WARNING,
             fix=[
                 *resets,
@@ -175,7 +185,9 @@ def _memory_repair(devices: list[NvmlDevice]) -> list[Finding]:
     if pending:
         out.append(
             RETIRED.finding(
-                title=f"{RETIRED.summary}: {', '.join(_label(d) for d in pending)}",
+                title=msg(
+                    "{summary}: {detail}", summary=msg(RETIRED.summary), detail=", ".join(_label(d) for d in pending)
+                ),
                 fix=[
                     fix("Reset the GPU so the bad pages are retired", *_reset([d.index for d in pending])),
                     _or_reboot(),
@@ -210,8 +222,10 @@ def _memory_repair(devices: list[NvmlDevice]) -> list[Finding]:
             )
         out.append(
             REMAPPED.finding(
-                title=("Row remapping failed" if failed else "Row remapping pending (reset needed)")
-                + f": {', '.join(_label(d) for d in remap)}",
+                title=msg(
+                    "Row remapping failed: {gpus}" if failed else "Row remapping pending (reset needed): {gpus}",
+                    gpus=", ".join(_label(d) for d in remap),
+                ),
                 severity=Severity.ERROR if failed else Severity.WARNING,
                 fix=fixes,
                 tables=[
@@ -237,19 +251,36 @@ def _count(n: int | None) -> str:
     return "unknown" if n is None else str(n)
 
 
+# knowledge/gpu_health.CLOCK_WORDS, as the title names them
+_CLOCK_REASONS = {
+    "hardware thermal slowdown": msg("hardware thermal slowdown"),
+    "software thermal slowdown": msg("software thermal slowdown"),
+    "power brake (external power signal)": msg("power brake (external power signal)"),
+    "hardware slowdown": msg("hardware slowdown"),
+}
+
+
 def _clocks(devices: list[NvmlDevice]) -> list[Finding]:
     rows = []
+    first: list[Message] = []
     for dev in devices:
         bits = (dev.clocks_event_reasons or 0) & CLOCK_BAD
         if bits:
             words = [w for b, w in CLOCK_WORDS if bits & b]
             temp = "" if dev.temperature_c is None else f"{dev.temperature_c} °C"
             rows.append([str(dev.index), dev.name or "", ", ".join(words), temp])
+            first = first or [_CLOCK_REASONS.get(w) or msg("{text}", text=w) for w in words]
     if not rows:
         return []
     return [
         CLOCKS.finding(
-            title=f"{plural(len(rows), 'GPU')} slowing down: {rows[0][2]}",
+            title=msg_n(
+                "{n} GPU slowing down: {reasons}",
+                "{n} GPUs slowing down: {reasons}",
+                len(rows),
+                n=len(rows),
+                reasons=joined(first, ", "),
+            ),
             fix=[
                 fix("See the reasons and temperatures", "nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"),
                 fix(
@@ -262,21 +293,8 @@ def _clocks(devices: list[NvmlDevice]) -> list[Finding]:
     ]
 
 
-def compute_mode_cause(f: Facts) -> str | None:
-    """CD155 when a GPU's compute mode explains CUDA_ERROR_DEVICE_UNAVAILABLE (for cuda_driver.py)."""
-    d = f.driver
-    if d is None or d.init_status != "ok":
-        return None
-    limited = (COMPUTE_EXCLUSIVE_PROCESS, COMPUTE_EXCLUSIVE_THREAD, COMPUTE_PROHIBITED)
-    return "CD155" if any(dev.compute_mode in limited and not dev.error for dev in d.devices) else None
-
-
 def _compute_mode(f: Facts, devices: list[NvmlDevice]) -> list[Finding]:
-    limited = [
-        d
-        for d in devices
-        if d.compute_mode in (COMPUTE_EXCLUSIVE_PROCESS, COMPUTE_EXCLUSIVE_THREAD, COMPUTE_PROHIBITED)
-    ]
+    limited = [d for d in devices if d.compute_mode in LIMITED_COMPUTE_MODES]
     if not limited:
         return []
     prohibited = [d for d in limited if d.compute_mode == COMPUTE_PROHIBITED]
@@ -286,9 +304,14 @@ def _compute_mode(f: Facts, devices: list[NvmlDevice]) -> list[Finding]:
     severity = Severity.ERROR if prohibited or busy else Severity.WARNING
     return [
         COMPUTE_MODE.finding(
-            title="Compute mode "
-            + ", ".join(f"{names[d.compute_mode]} on GPU {d.index}" for d in limited)
-            + (": a second process gets 'device busy or unavailable'" if not prohibited else ": no process may use it"),
+            title=msg(
+                "Compute mode {modes}: a second process gets 'device busy or unavailable'"
+                if not prohibited
+                else "Compute mode {modes}: no process may use it",
+                modes=joined(
+                    [msg("{mode} on GPU {index}", mode=names[d.compute_mode], index=d.index) for d in limited], ", "
+                ),
+            ),
             severity=severity,
             fix=[
                 fix(
@@ -313,7 +336,13 @@ def _persistence(f: Facts, devices: list[NvmlDevice]) -> list[Finding]:
         return []
     return [
         PERSISTENCE.finding(
-            title=f"Persistence mode is off on {len(off)} of {plural(len(devices), 'GPU')}",
+            title=msg_n(
+                "Persistence mode is off on {off} of {n} GPU",
+                "Persistence mode is off on {off} of {n} GPUs",
+                len(devices),
+                off=len(off),
+                n=len(devices),
+            ),
             fix=[
                 fix(
                     "Run the persistence daemon (NVIDIA's recommended way), at every boot",
@@ -344,12 +373,24 @@ def _xid(f: Facts) -> list[Finding]:
     blames = {describe(x).blame for x, _ in counts}
     severity = Severity.ERROR if HARDWARE in blames else Severity.WARNING if blames - {APP} else Severity.INFO
     worst = sorted(counts, key=lambda k: (describe(k[0]).blame != HARDWARE, k[0]))[0]
-    actions = " ".join(f"Xid {x}: {describe(x).action}." for x in sorted({x for x, _ in counts}))
+    actions = [
+        msg("Xid {xid}: {action}.", xid=x, action=msg(describe(x).action)) for x in sorted({x for x, _ in counts})
+    ]
+    name = msg(describe(worst[0]).title)
+    others = len(counts) - 1
     return [
         XID.finding(
-            why=f"{XID.explanation} {actions}",
-            title=f"Xid {worst[0]} in the kernel log: {describe(worst[0]).title}"
-            + (f" (+{len(counts) - 1} other kinds)" if len(counts) > 1 else ""),
+            why=msg("{page} {detail}", page=msg(XID.explanation), detail=joined(actions, " ")),
+            title=msg_n(
+                "Xid {xid} in the kernel log: {name} (+{n} other kind)",
+                "Xid {xid} in the kernel log: {name} (+{n} other kinds)",
+                others,
+                xid=worst[0],
+                name=name,
+                n=others,
+            )
+            if others
+            else msg("Xid {xid} in the kernel log: {name}", xid=worst[0], name=name),
             severity=severity,
             fix=[
                 fix("Read the events with their times", "sudo dmesg -T | grep -i xid"),

@@ -3,22 +3,40 @@ unsigned module, nouveau holding the GPU, no module built for the running kernel
 flavour a GPU needs, /dev/nvidia* nodes missing or closed to this user, the fabric manager on NVSwitch
 systems, and which of the two "version mismatch" shapes this is.
 
-Each finding here is a root cause; rules/driver.py's CD102/CD103/CD104 point at it with `cause=`.
+Each finding here is a root cause; rules/driver.py's CD102/CD103/CD104 point at it with `cause=`. What both
+modules ask of the facts (is the module blocked, and why) is in rules/predicates.py.
 
 Sources: cuda-facts §9 (Secure Boot "Key was rejected by service" — lcp/mokutil#61; nouveau; DKMS after
 a kernel upgrade — gpustat#110; mismatch shapes — tinygrad/open-gpu-kernel-modules#47; fabric manager —
 pytorch#35710). Open modules: NVIDIA driver README "Using the open GPU kernel modules" — Turing and later
 only, and Blackwell GPUs require them (the kernel log says "requires use of the NVIDIA open kernel modules").
+Legacy branches: a 590+ driver on Maxwell/Pascal/Volta logs "supported through the NVIDIA 580.xx Legacy
+drivers … will ignore this GPU" (NixOS/nixos-hardware#1880), a question of the branch, not the flavour.
 """
 
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.platform import KernelModuleFacts
-from cudadoctor.knowledge.driver_install import LEGACY_BRANCH
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.knowledge.driver_install import LEGACY_BRANCH, SOURCES, install_commands
+from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.predicates import family
+from cudadoctor.rules.predicates import (
+    SECURE_BOOT_HINTS,
+    NeededFlavour,
+    container,
+    device_node_problems,
+    dropped_gpu,
+    fabric_manager_trouble,
+    family,
+    joined,
+    legacy_gpu,
+    mismatch,
+    module,
+    module_causes,
+    module_versions,
+    needed_flavour,
+)
 
 SECURE_BOOT = entry(
     "CD117",
@@ -50,6 +68,18 @@ NOT_BUILT = entry(
     """The NVIDIA module is built per kernel. The kernel was upgraded and the module was not rebuilt for
     it (DKMS failed, the headers were missing, or the driver came from a .run installer that does not
     rebuild), so after the reboot there is no nvidia.ko to load.""",
+)
+DROPPED_GPU = entry(
+    "CD116",
+    "driver-branch-drops-gpu",
+    Severity.ERROR,
+    "Driver",
+    "This driver branch no longer drives the GPU: it needs its legacy branch",
+    """Each NVIDIA driver branch drives the GPUs it supports; older GPUs stay on a legacy branch. From 590
+    the driver ignores Maxwell, Pascal and Volta GPUs, whose last branch is 580: the kernel log says the GPU
+    "is supported through the NVIDIA 580.xx Legacy drivers" and that this driver "will ignore this GPU", and
+    with no other GPU the module does not load. This is not a question of the module flavour (open or
+    proprietary): install the branch the log names, never a newer one.""",
 )
 FLAVOUR = entry(
     "CD126",
@@ -92,110 +122,9 @@ FABRIC_MANAGER = entry(
     CUDA_ERROR_SYSTEM_NOT_READY (802).""",
 )
 
-_SB_HINTS = ("Key was rejected", "unsigned module loading is restricted", "Required key not available")
-
-
-def _module(f: Facts) -> KernelModuleFacts | None:
-    p = f.platform
-    if p is None or p.wsl is not None:  # never module advice inside WSL
-        return None
-    return p.module
-
 
 def _branch(version: str | None) -> str:
     return version.split(".")[0] if version else "BRANCH"
-
-
-def driver_unloaded(f: Facts) -> bool:
-    """NVML says the module is not loaded, or the module facts say so while the libraries are installed."""
-    d, m = f.driver, _module(f)
-    if d is not None and d.init_status == "DRIVER_NOT_LOADED":
-        return True
-    return m is not None and m.loaded is False and d is not None and d.init_status not in ("LIBRARY_NOT_FOUND", "ok")
-
-
-def root_cause(f: Facts) -> str | None:
-    """The code of the finding here that explains "module not loaded" (for CD102's cause=)."""
-    for code, found in _causes(f):
-        if found:
-            return code
-    return None
-
-
-def _running_builds(m: KernelModuleFacts):
-    return [b for b in (m.builds or []) if b.kernel == m.kernel]
-
-
-def _secure_boot_blocks(f: Facts, m: KernelModuleFacts) -> bool:
-    if not m.secure_boot:
-        return False
-    if any(h in line for line in m.kernel_log_lines for h in _SB_HINTS):
-        return True
-    builds = _running_builds(m)
-    return bool(builds) and all(b.signed is False for b in builds)
-
-
-def _nouveau_blocks(f: Facts, m: KernelModuleFacts) -> bool:
-    bound = f.pci is not None and any(g.kernel_driver == "nouveau" for g in f.pci.nvidia_gpus)
-    return bound or bool(m.nouveau_loaded and not m.loaded)
-
-
-def _not_built(m: KernelModuleFacts) -> bool:
-    if m.kernel is None or m.builds is None:
-        return False
-    if _running_builds(m):
-        return False
-    built_elsewhere = bool(m.builds) or any(kernels for kernels in (m.dkms or {}).values())
-    return built_elsewhere
-
-
-def _needed_flavour(f: Facts, m: KernelModuleFacts) -> tuple[str, str] | None:
-    """(needed, why) when the kernel log or the GPU says the other flavour is needed."""
-    for line in m.kernel_log_lines:
-        if "requires use of the NVIDIA open kernel modules" in line:
-            return "open", f'The kernel log says: "{line[-160:]}".'
-        if "not supported by open nvidia.ko" in line or "GPU System Processor" in line:
-            return "proprietary", f'The kernel log says: "{line[-160:]}".'
-        # a 590+ driver on Maxwell/Pascal/Volta: "… supported through the NVIDIA 580.xx Legacy drivers …
-        # The 595.71.05 NVIDIA driver will ignore this GPU" (NixOS/nixos-hardware#1880): its last branch
-        if "Legacy drivers" in line or "will ignore this GPU" in line:
-            return "proprietary", f'The kernel log says: "{line[-160:]}".'
-    # without the log: the flavour built for this kernel against the GPUs' PCI device IDs
-    flavours = {b.flavour for b in _running_builds(m) if b.flavour}
-    ids = [_device_id(g.device_id) for g in (f.pci.nvidia_gpus if f.pci is not None else [])]
-    ids = [i for i in ids if i is not None]
-    if flavours == {"proprietary"} and any(i >= BLACKWELL_FIRST_ID for i in ids):
-        newest = max(ids)
-        return "open", f"Judging by its PCI device ID 0x{newest:04x}, the GPU is Blackwell or newer."
-    if flavours == {"open"} and any(i < TURING_FIRST_ID for i in ids):
-        oldest = min(ids)
-        return "proprietary", f"Judging by its PCI device ID 0x{oldest:04x}, the GPU is older than Turing."
-    return None
-
-
-# PCI device IDs (❓ inferred from NVIDIA's PCI ID lists, not a published rule): Turing's first chips are
-# 0x1e02 (TU102) and later; GB100 starts at 0x2900 and every Blackwell chip after it is higher.
-TURING_FIRST_ID = 0x1E00
-BLACKWELL_FIRST_ID = 0x2900
-
-
-def _device_id(text: str | None) -> int | None:
-    try:
-        return int(text, 16) if text else None
-    except ValueError:
-        return None
-
-
-def _causes(f: Facts) -> list[tuple[str, bool]]:
-    m = _module(f)
-    if m is None or not driver_unloaded(f):
-        return []
-    return [
-        ("CD117", _secure_boot_blocks(f, m)),
-        ("CD118", _nouveau_blocks(f, m)),
-        ("CD126", _needed_flavour(f, m) is not None),
-        ("CD119", _not_built(m)),
-    ]
 
 
 def _initramfs(os_id: str | None) -> list[str]:
@@ -250,15 +179,19 @@ def _rebuild(os_id: str | None, version: str | None) -> list[Fix]:
     return out
 
 
+def _log_says(line: str) -> Message:
+    return msg('The kernel log says: "{line}".', line=line[-160:])
+
+
 def evaluate(f: Facts) -> list[Finding]:
-    m = _module(f)
+    m = module(f)
     if m is None:
         return []
     os_id = f.system.os_id if f.system else None
     out: list[Finding] = []
-    causes = dict(_causes(f))
+    causes = dict(module_causes(f))
     if causes.get("CD117"):
-        out.append(_secure_boot(f, m, os_id))
+        out.append(_secure_boot(m, os_id))
     if causes.get("CD118"):
         out.append(
             NOUVEAU.finding(
@@ -274,26 +207,38 @@ def evaluate(f: Facts) -> list[Finding]:
                 ]
             )
         )
-    needed = _needed_flavour(f, m) if causes.get("CD126") else None
+    dropped = dropped_gpu(m) if causes.get("CD116") else None
+    if dropped is not None:
+        out.append(_dropped(dropped.branch, dropped.driver or m.loaded_version, dropped.line, os_id))
+    needed = needed_flavour(f, m) if causes.get("CD126") and dropped is None else None
     if needed is not None:
-        out.append(_flavour(needed, os_id, m))
+        out.append(_flavour(needed, os_id, m, legacy_gpu(f)))
     if causes.get("CD119"):
         elsewhere = sorted({b.kernel for b in m.builds or []} | {k for ks in (m.dkms or {}).values() for k in ks})
         out.append(
             NOT_BUILT.finding(
-                title=f"No NVIDIA kernel module for the running kernel {m.kernel}"
-                + (f" (built for {', '.join(elsewhere[:3])})" if elsewhere else ""),
+                title=msg(
+                    "No NVIDIA kernel module for the running kernel {kernel} (built for {kernels})"
+                    if elsewhere
+                    else "No NVIDIA kernel module for the running kernel {kernel}",
+                    kernel=m.kernel,
+                    kernels=", ".join(elsewhere[:3]),
+                ),
                 fix=_rebuild(os_id, f.driver.library_version if f.driver else None),
             )
         )
-    out.extend(_device_nodes(f, m))
-    fm = _fabric(f, m)
+    out.extend(_device_nodes(f))
+    fm = _fabric(f)
     if fm is not None:
         out.append(fm)
+    shape = mismatch(f)
+    if shape is not None and shape[0] == "on-disk" and f.driver is not None:
+        if f.driver.init_status == "LIB_RM_VERSION_MISMATCH":  # driver.py leaves CD103 to this
+            out.append(_on_disk_mismatch(f, shape[1]))
     return out
 
 
-def _secure_boot(f: Facts, m: KernelModuleFacts, os_id: str | None) -> Finding:
+def _secure_boot(m: KernelModuleFacts, os_id: str | None) -> Finding:
     fam = family(os_id)
     fixes = []
     if fam in ("ubuntu", "debian"):
@@ -321,23 +266,64 @@ def _secure_boot(f: Facts, m: KernelModuleFacts, os_id: str | None) -> Finding:
             fix("Enrol the key the module was signed with, confirm at the next boot", "sudo mokutil --import KEY.der")
         )
     fixes.append(fix("Or turn Secure Boot off in the firmware setup", "mokutil --sb-state"))
-    evidence = [line for line in m.kernel_log_lines if any(h in line for h in _SB_HINTS)]
-    why = SECURE_BOOT.explanation
+    evidence = [line for line in m.kernel_log_lines if any(h in line for h in SECURE_BOOT_HINTS)]
+    why = msg(SECURE_BOOT.explanation)
     if evidence:
-        why += f' The kernel log says: "{evidence[-1][-160:]}".'
+        why = msg("{page} {evidence}", page=why, evidence=_log_says(evidence[-1]))
     return SECURE_BOOT.finding(why=why, fix=fixes)
 
 
-def _flavour(needed: tuple[str, str], os_id: str | None, m: KernelModuleFacts) -> Finding:
-    want, evidence = needed
+def _dropped(branch: int, driver: str | None, line: str, os_id: str | None) -> Finding:
+    """A GPU the installed branch ignores: the branch the driver's own log names, never a newer one."""
+    fam = family(os_id)
+    if branch == LEGACY_BRANCH:
+        system, commands = install_commands(os_id, legacy=True)
+        known = system != "Any Linux"
+    else:  # an older legacy branch (470 for Kepler, 390, …): where its package name follows the pattern
+        commands = {
+            "ubuntu": [f"sudo apt install nvidia-driver-{branch}", "sudo reboot"],
+            "arch": [f"yay -S nvidia-{branch}xx-dkms", "sudo reboot"],
+        }.get(fam, [])
+        known = bool(commands)
+    fixes = (
+        [
+            fix(
+                msg("Install the {branch} driver branch, the last that drives this GPU, then reboot", branch=branch),
+                *commands,
+            )
+        ]
+        if known
+        else []
+    )
+    fixes.append(
+        fix(
+            msg("Or download NVIDIA's {branch}.xx legacy driver for this GPU", branch=branch),
+            f"xdg-open {SOURCES['generic']}",
+        )
+    )
+    return DROPPED_GPU.finding(
+        title=msg(
+            "Driver {driver} ignores this GPU: its last branch is {branch}"
+            if driver
+            else "The installed driver ignores this GPU: its last branch is {branch}",
+            driver=driver,
+            branch=branch,
+        ),
+        why=msg("{page} {evidence}", page=msg(DROPPED_GPU.explanation), evidence=_log_says(line)),
+        fix=fixes,
+    )
+
+
+def _flavour(needed: NeededFlavour, os_id: str | None, m: KernelModuleFacts, legacy: bool | int) -> Finding:
     fam = family(os_id)
     branch = _branch(m.loaded_version or next((b.version for b in m.builds or [] if b.version), None))
-    if want == "proprietary":
-        # a GPU older than Turing: drivers from 590 on ignore Maxwell, Pascal and Volta, so never a newer
-        # branch than their last (knowledge/architectures.py LAST_DRIVER_BRANCH, driver_install.py)
-        if not branch.isdigit() or int(branch) > LEGACY_BRANCH:
-            branch = str(LEGACY_BRANCH)
-    if want == "open":
+    # drivers from 590 on ignore Maxwell, Pascal and Volta: for such a GPU never a newer branch than their last
+    # (knowledge/architectures.py LAST_DRIVER_BRANCH); Turing and newer keep the branch installed
+    capped = needed.want == "proprietary" and legacy is not False
+    last = LEGACY_BRANCH if legacy is True else int(legacy)  # Kepler's is 470 (predicates.legacy_gpu)
+    if capped and (not branch.isdigit() or int(branch) > last):
+        branch = str(last)
+    if needed.want == "open":
         cmds = {
             "ubuntu": f"sudo apt install nvidia-driver-{branch}-open",
             "debian": "sudo apt install nvidia-open-kernel-dkms",
@@ -347,47 +333,56 @@ def _flavour(needed: tuple[str, str], os_id: str | None, m: KernelModuleFacts) -
         }
         run = "sudo sh NVIDIA-Linux-*.run -m=kernel-open"
     else:
+        stream = branch if branch.isdigit() else "latest"
         cmds = {
             "ubuntu": f"sudo apt install nvidia-driver-{branch}",
             "debian": "sudo apt install nvidia-kernel-dkms",
             "fedora": "sudo dnf install akmod-nvidia",
-            "rhel": f"sudo dnf module install nvidia-driver:{LEGACY_BRANCH}-dkms",
-            "arch": f"yay -S nvidia-{LEGACY_BRANCH}xx-dkms",  # from 590 Arch's nvidia-dkms is the open one
+            "rhel": f"sudo dnf module install nvidia-driver:{stream}-dkms",
         }
+        if capped:  # from 590 Arch's nvidia-dkms is the open module; the proprietary 580 is in the AUR
+            cmds["arch"] = f"yay -S nvidia-{last}xx-dkms"
         run = "sudo sh NVIDIA-Linux-*.run -m=kernel"
     fixes = []
     if fam in cmds:
-        fixes.append(fix(f"Install the {want} kernel module, then reboot", cmds[fam], "sudo reboot"))
+        fixes.append(
+            fix(
+                msg(
+                    "Install the open kernel module, then reboot"
+                    if needed.want == "open"
+                    else "Install the proprietary kernel module, then reboot"
+                ),
+                cmds[fam],
+                "sudo reboot",
+            )
+        )
     fixes.append(fix("Installed with NVIDIA's .run file", run))
+    if needed.line is not None:
+        evidence = _log_says(needed.line)
+    else:
+        evidence = msg(
+            "Judging by its PCI device ID 0x{id}, the GPU is Blackwell or newer."
+            if needed.want == "open"
+            else "Judging by its PCI device ID 0x{id}, the GPU is older than Turing.",
+            id=f"{needed.pci_id or 0:04x}",
+        )
     return FLAVOUR.finding(
-        title=f"This GPU needs the {want} NVIDIA kernel module",
-        why=f"{FLAVOUR.explanation} {evidence}",
+        title=msg(
+            "This GPU needs the open NVIDIA kernel module"
+            if needed.want == "open"
+            else "This GPU needs the proprietary NVIDIA kernel module"
+        ),
+        why=msg("{page} {evidence}", page=msg(FLAVOUR.explanation), evidence=evidence),
         fix=fixes,
     )
 
 
-def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
-    nodes = m.device_nodes
-    if nodes is None or not m.loaded:
+def _device_nodes(f: Facts) -> list[Finding]:
+    found = device_node_problems(f)
+    if found is None:
         return []
-    d, c = f.driver, f.cuda_driver
-    nvml_ok = d is not None and d.init_status == "ok"
-    cuda_ok = c is not None and c.init_result == 0
-    cuda_failed = c is not None and c.init_result not in (0, None)  # a timed-out cuInit has not failed
-    container = f.platform.container if f.platform else None
-    in_container = container is not None and container.runtime is not None
-    if nvml_ok and cuda_ok:
-        return []  # CUDA works: whatever a node says, it is not in the way
-    needed = [n for n in nodes if not n.path.endswith(("-tools", "-modeset"))]  # CUDA opens only these
-    closed = [n for n in needed if n.exists and n.accessible is False]
-    # nvidia-modprobe creates missing nodes on first use on a host: missing ones matter only when CUDA
-    # is known to have failed, or in a container (nothing creates them there); /dev/nvidia-uvm only when
-    # CUDA is known to have failed, as it is normally created on first use
-    missing = [
-        n for n in needed if not n.exists and (cuda_failed or (in_container and not n.path.endswith("nvidia-uvm")))
-    ]
-    if not closed and not missing:
-        return []
+    missing, closed = found
+    in_container = container(f) is not None
     user = f.system.user if f.system and f.system.user else "$USER"
     fixes = []
     if closed:
@@ -395,7 +390,9 @@ def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
         fixes.append(fix("See who may open them", "ls -l /dev/nvidia*", "id"))
         fixes.append(
             fix(
-                f"Add yourself to the group that owns them ({group or 'often video'}), then log in again",
+                msg("Add yourself to the group that owns them ({group}), then log in again", group=group)
+                if group
+                else msg("Add yourself to the group that owns them (often video), then log in again"),
                 f"sudo usermod -aG {group or 'video'} {user}",
             )
         )
@@ -408,15 +405,14 @@ def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
         )
     elif missing:
         fixes.append(fix("Create the missing nodes (loads nvidia-uvm too)", "sudo nvidia-modprobe -u -c=0"))
-    bad = closed + missing
-    title = (
-        (f"{', '.join(n.path for n in missing)} missing" if missing else "")
-        + ("; " if missing and closed else "")
-        + (f"{', '.join(n.path for n in closed)} not open to {user}" if closed else "")
-    )
+    parts = []
+    if missing:
+        parts.append(msg("{nodes} missing", nodes=", ".join(n.path for n in missing)))
+    if closed:
+        parts.append(msg("{nodes} not open to {user}", nodes=", ".join(n.path for n in closed), user=user))
     return [
         DEVICE_NODES.finding(
-            title=f"NVIDIA device nodes: {title}",
+            title=msg("NVIDIA device nodes: {problems}", problems=joined(parts)),
             fix=fixes,
             tables=[
                 Table(
@@ -428,7 +424,7 @@ def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
                             n.mode or "",
                             "" if n.accessible is None else ("yes" if n.accessible else "no"),
                         ]
-                        for n in bad
+                        for n in missing + closed
                     ],
                 )
             ],
@@ -436,16 +432,12 @@ def _device_nodes(f: Facts, m: KernelModuleFacts) -> list[Finding]:
     ]
 
 
-def _fabric(f: Facts, m: KernelModuleFacts) -> Finding | None:
-    if not m.nvswitch_count:
+def _fabric(f: Facts) -> Finding | None:
+    trouble = fabric_manager_trouble(f)
+    m = module(f)
+    if trouble is None or m is None:
         return None
-    driver = f.driver.driver_version if f.driver and f.driver.init_status == "ok" else m.loaded_version
-    state, version = m.fabric_manager, m.fabric_manager_version
-    wrong_version = version is not None and driver is not None and version != driver
-    if state == "active" and not wrong_version:
-        return None
-    if state is None and not wrong_version:
-        return None  # could not ask systemd: unknown
+    state, version, driver = trouble
     branch = _branch(driver)
     fam = family(f.system.os_id if f.system else None)
     if fam in ("ubuntu", "debian"):
@@ -458,12 +450,13 @@ def _fabric(f: Facts, m: KernelModuleFacts) -> Finding | None:
     else:
         pkg = f"sudo dnf install nvidia-fabric-manager-{driver}" if driver else "sudo dnf install nvidia-fabric-manager"
     what = []
-    if state is not None and state != "active":
-        what.append(f"nvidia-fabricmanager is {state}")
-    if wrong_version:
-        what.append(f"fabric manager {version} vs driver {driver}")
+    if state is not None:
+        what.append(msg("nvidia-fabricmanager is {state}", state=state))
+    if version is not None:
+        what.append(msg("fabric manager {version} vs driver {driver}", version=version, driver=driver))
+    n = m.nvswitch_count or 0
     return FABRIC_MANAGER.finding(
-        title=f"{plural(m.nvswitch_count, 'NVSwitch', 'NVSwitches')}: {'; '.join(what)}",
+        title=msg_n("{n} NVSwitch: {what}", "{n} NVSwitches: {what}", n, n=n, what=joined(what)),
         fix=[
             fix("Install the fabric manager of exactly the driver's version", pkg),
             fix(
@@ -475,50 +468,9 @@ def _fabric(f: Facts, m: KernelModuleFacts) -> Finding | None:
     )
 
 
-def fabric_manager_fix(f: Facts) -> tuple[str | None, list[Fix]]:
-    """For cuInit 802: (cause code when this module found it, fixes)."""
-    m = _module(f)
-    found = m is not None and _fabric(f, m) is not None
-    return (
-        "CD143" if found else None,
-        [
-            fix(
-                "Start the fabric manager (NVSwitch systems); it must be the driver's exact version",
-                "sudo systemctl enable --now nvidia-fabricmanager",
-                "systemctl status nvidia-fabricmanager",
-                "nv-fabricmanager --version; nvidia-smi --query-gpu=driver_version --format=csv,noheader",
-            )
-        ],
-    )
-
-
-def mismatch(f: Facts) -> tuple[str, list[str]] | None:
-    """Which "version mismatch": ("loaded-older", facts) — a reboot or reload fixes it — or
-    ("on-disk", facts) — the module for this kernel and the libraries on disk differ; None: cannot tell."""
-    m = _module(f)
-    if m is None:
-        return None
-    libs = m.library_versions or []
-    if f.driver is not None and f.driver.library_version:
-        libs = sorted(set(libs) | {f.driver.library_version})
-    disk = sorted({b.version for b in _running_builds(m) if b.version})
-    facts = []
-    if m.loaded_version:
-        facts.append(f"loaded module {m.loaded_version}")
-    if disk:
-        facts.append(f"module on disk {', '.join(disk)}")
-    if libs:
-        facts.append(f"libraries {', '.join(libs)}")
-    if not disk or not libs:
-        return None
-    if set(disk) != set(libs) or len(libs) > 1:
-        return "on-disk", facts
-    if m.loaded_version and m.loaded_version not in libs:
-        return "loaded-older", facts
-    return None
-
-
-def on_disk_mismatch_finding(f: Facts, facts: list[str]) -> Finding:
+def _on_disk_mismatch(f: Facts, versions: dict[str, object]) -> Finding:
+    """NVML's "version mismatch" where the module for this kernel and the libraries on disk differ: a reboot
+    loads the same mismatched module again (driver.py says CD103 only for the other shape)."""
     fam = family(f.system.os_id if f.system else None)
     fixes = []
     if fam in ("ubuntu", "debian"):
@@ -549,30 +501,6 @@ def on_disk_mismatch_finding(f: Facts, facts: list[str]) -> Finding:
             fix("Reinstall one driver version for both the module and the libraries", "sudo sh NVIDIA-Linux-*.run")
         )
     return ON_DISK_MISMATCH.finding(
-        title=f"{ON_DISK_MISMATCH.summary}: {'; '.join(facts)}",
+        title=msg("{summary}: {versions}", summary=msg(ON_DISK_MISMATCH.summary), versions=module_versions(versions)),
         fix=fixes,
     )
-
-
-def nodes_cause(f: Facts) -> str | None:
-    """CD127 when closed or missing /dev/nvidia* nodes explain NVML's NO_PERMISSION (for driver.py)."""
-    m = _module(f)
-    return "CD127" if m is not None and _device_nodes(f, m) else None
-
-
-def ruled_out(f: Facts) -> tuple[str, set[int]]:
-    """For CD102 without a found cause: a sentence on what the facts exclude, and which of its generic
-    fixes (1 rebuild, 2 Secure Boot) to leave out."""
-    m = _module(f)
-    if m is None:
-        return "", set()
-    words, drop = [], set()
-    if m.secure_boot is False:
-        words.append("Secure Boot is off")
-        drop.add(2)
-    if _running_builds(m):
-        words.append(f"a module is built for kernel {m.kernel}")
-        drop.add(1)
-    if m.nouveau_loaded is False:
-        words.append("nouveau is not loaded")
-    return (f" Ruled out here: {', '.join(words)}." if words else ""), drop

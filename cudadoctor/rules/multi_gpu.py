@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.pcie import link_gbps
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
+from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
 
 SLOW_SHARE = 0.4  # of the narrowest link's theoretical rate
@@ -115,7 +115,10 @@ def evaluate(f: Facts) -> list[Finding]:
         if geforce and len(geforce) == n:
             out.append(
                 P2P_MISSING.finding(
-                    title=f"No P2P between these GeForce cards ({names.get(0, 'GeForce')}): NVIDIA does not enable it",
+                    title=msg(
+                        "No P2P between these GeForce cards ({name}): NVIDIA does not enable it",
+                        name=names.get(0, "GeForce"),
+                    ),
                     severity=Severity.INFO,
                     why="GeForce cards have no PCIe peer-to-peer access: the driver does not enable it on them. "
                     "NCCL and torch.distributed still work, through host memory, at lower speed. Nothing on this "
@@ -127,7 +130,7 @@ def evaluate(f: Facts) -> list[Finding]:
         else:
             out.append(
                 P2P_MISSING.finding(
-                    title=f"No P2P access on {len(missing)} of {n * (n - 1)} GPU pairs",
+                    title=msg("No P2P access on {k} of {n} GPU pairs", k=len(missing), n=n * (n - 1)),
                     fix=_fixes(f),
                     tables=[grid],
                 )
@@ -140,8 +143,14 @@ def evaluate(f: Facts) -> list[Finding]:
     if slow:
         out.append(
             P2P_SLOW.finding(
-                title=f"P2P copies slow on {plural(len(slow), 'GPU pair')}: "
-                f"{min(t.gbps for t in slow):.1f} GB/s vs a {bound:.0f} GB/s link",
+                title=msg_n(
+                    "P2P copies slow on {n} GPU pair: {rate} GB/s vs a {link} GB/s link",
+                    "P2P copies slow on {n} GPU pairs: {rate} GB/s vs a {link} GB/s link",
+                    len(slow),
+                    n=len(slow),
+                    rate=f"{min(t.gbps for t in slow):.1f}",
+                    link=f"{bound:.0f}",
+                ),
                 fix=_fixes(f),
                 tables=[Table(["From", "To", "GB/s"], [[str(t.src), str(t.dst), f"{t.gbps:.1f}"] for t in slow])],
             )
@@ -149,7 +158,11 @@ def evaluate(f: Facts) -> list[Finding]:
     if not missing and not slow and measured:
         out.append(
             P2P_OK.finding(
-                title=f"P2P works between all {n} GPUs: slowest pair {min(t.gbps for t in measured):.1f} GB/s",
+                title=msg(
+                    "P2P works between all {n} GPUs: slowest pair {rate} GB/s",
+                    n=n,
+                    rate=f"{min(t.gbps for t in measured):.1f}",
+                ),
                 tables=[Table(["From", "To", "GB/s"], [[str(t.src), str(t.dst), f"{t.gbps:.1f}"] for t in measured])],
             )
         )
@@ -157,7 +170,13 @@ def evaluate(f: Facts) -> list[Finding]:
     if errors and not out:
         out.append(
             P2P_MISSING.finding(
-                title=f"P2P copies failed on {plural(len(errors), 'GPU pair')}: {errors[0].error}",
+                title=msg_n(
+                    "P2P copies failed on {n} GPU pair: {error}",
+                    "P2P copies failed on {n} GPU pairs: {error}",
+                    len(errors),
+                    n=len(errors),
+                    error=errors[0].error,
+                ),
                 fix=_fixes(f),
             )
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, ProbeOutcome, Severity
+from cudadoctor.model import Finding, Message, ProbeOutcome, Severity, msg
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.predicates import driver_with_gpu
+from cudadoctor.rules.predicates import driver_with_gpu, joined
 
 PROBE_CRASHED = entry(
     "CD001",
@@ -32,23 +34,25 @@ PROBE_TIMEOUT = entry(
 )
 
 # what each probe was doing when its time ran out
-_WHAT_RAN = {
-    "torch": "It was importing torch and initialising CUDA in a child process.",
-    "driver": "It was querying the driver and every GPU through NVML.",
-    "cuda_driver": "It was loading libcuda and calling cuInit in a child process.",
-    "system": "It was reading the OS, /dev/shm and the environment.",
-    "pci": "It was reading the PCI bus.",
-    "toolkit": "It was looking for the CUDA toolkit (nvcc --version).",
-    "platform": "It was reading the kernel module, the device nodes and the kernel log (modinfo, dmesg).",
-    "bandwidth": "It was timing copies between host and GPU.",
-    "smoke": "It was running the training smoke test.",
-    "compile": "It was compiling a tiny function with torch.compile.",
+_WHAT_RAN: dict[str, Message] = {
+    "torch": msg("It was importing torch and initialising CUDA in a child process."),
+    "driver": msg("It was querying the driver and every GPU through NVML."),
+    "cuda_driver": msg("It was loading libcuda and calling cuInit in a child process."),
+    "system": msg("It was reading the OS, /dev/shm and the environment."),
+    "pci": msg("It was reading the PCI bus."),
+    "toolkit": msg("It was looking for the CUDA toolkit (nvcc --version)."),
+    "platform": msg("It was reading the kernel module, the device nodes and the kernel log (modinfo, dmesg)."),
+    "bandwidth": msg("It was timing copies between host and GPU."),
+    "smoke": msg("It was running the training smoke test."),
+    "compile": msg("It was compiling a tiny function with torch.compile."),
 }
-_DRIVER_HANG = {
-    "driver": "NVML did not answer: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error).",
-    "cuda_driver": "cuInit did not return: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error).",
-    "torch": "Importing torch or initialising CUDA hangs: the NVIDIA kernel driver may be stuck (a wedged GPU, "
-    "an Xid error).",
+_DRIVER_HANG: dict[str, Message] = {
+    "driver": msg("NVML did not answer: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)."),
+    "cuda_driver": msg("cuInit did not return: the NVIDIA kernel driver may be stuck (a wedged GPU, an Xid error)."),
+    "torch": msg(
+        "Importing torch or initialising CUDA hangs: the NVIDIA kernel driver may be stuck (a wedged GPU, "
+        "an Xid error)."
+    ),
 }
 _KERNEL_LOG = fix(
     "Look for driver errors (Xid) in the kernel log",
@@ -67,7 +71,7 @@ def evaluate(outcomes: list[ProbeOutcome], facts: object = None) -> list[Finding
         if o.status == "crashed":
             out.append(
                 PROBE_CRASHED.finding(
-                    title=f"The {o.name} probe crashed: {o.error}",
+                    title=msg("The {probe} probe crashed: {error}", probe=o.name, error=o.error),
                     fix=[fix("See the traceback", "cudadoctor check -v")],
                 )
             )
@@ -79,19 +83,26 @@ def evaluate(outcomes: list[ProbeOutcome], facts: object = None) -> list[Finding
 def _timeout(o: ProbeOutcome, facts: object) -> Finding:
     """What ran, how long it had, and the likeliest reason given what the other probes found."""
     gpu = driver_with_gpu(facts) if isinstance(facts, Facts) else None
-    ran = _WHAT_RAN.get(o.name, "")
+    ran = _WHAT_RAN.get(o.name)
     if o.name == "torch" and gpu is False:
-        ran = "It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise)."
-    why = [ran]
+        ran = msg("It was importing torch in a child process (no NVIDIA driver or GPU here: no CUDA to initialise).")
+    why = [ran] if ran is not None else []
     fixes = []
     if o.bound is not None and o.default_bound is not None and o.bound < o.default_bound:
         why.append(
-            f"The bound, {o.bound:g} s, is less than the {o.default_bound:g} s this check gets by default: "
-            "it was most likely still working, not stuck."
+            msg(
+                "The bound, {bound} s, is less than the {default} s this check gets by default: "
+                "it was most likely still working, not stuck.",
+                bound=f"{o.bound:g}",
+                default=f"{o.default_bound:g}",
+            )
         )
         fixes.append(
             fix(
-                f"Run it without --timeout, so that each check has its own bound ({o.default_bound:g} s for this one)",
+                msg(
+                    "Run it without --timeout, so that each check has its own bound ({default} s for this one)",
+                    default=f"{o.default_bound:g}",
+                ),
                 "cudadoctor check" + _python_option(o),
             )
         )
@@ -99,9 +110,9 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
         why.append(_DRIVER_HANG[o.name])
         fixes.append(_KERNEL_LOG)
     elif o.name == "torch":
-        why.append("Importing torch hangs or is very slow (a slow or network file system, many packages).")
+        why.append(msg("Importing torch hangs or is very slow (a slow or network file system, many packages)."))
     else:
-        why.append("A program it ran or a file it read did not answer in time.")
+        why.append(msg("A program it ran or a file it read did not answer in time."))
     if not fixes:
         longer = 4 * (o.default_bound or o.bound or 15.0)
         fixes.append(
@@ -110,7 +121,21 @@ def _timeout(o: ProbeOutcome, facts: object) -> Finding:
                 f"cudadoctor check --only {o.name} --timeout {longer:g}" + _python_option(o),
             )
         )
-    return PROBE_TIMEOUT.finding(title=f"The {o.name} probe {o.error}", why=" ".join(w for w in why if w), fix=fixes)
+    return PROBE_TIMEOUT.finding(title=_timed_out(o), why=joined(why, " "), fix=fixes)
+
+
+def _timed_out(o: ProbeOutcome) -> Message:
+    """ "The torch probe did not finish within 60 s" (probes.py words the error)."""
+    within = re.fullmatch(r"did not finish (within|in) (\S+) s", o.error or "")
+    if within:
+        return msg(
+            "The {probe} probe did not finish within {seconds} s"
+            if within[1] == "within"
+            else "The {probe} probe did not finish in {seconds} s",
+            probe=o.name,
+            seconds=within[2],
+        )
+    return msg("The {probe} probe {error}", probe=o.name, error=o.error)
 
 
 def _python_option(o: ProbeOutcome) -> str:

@@ -9,8 +9,9 @@ from cudadoctor.facts import Facts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import parse_cc
 from cudadoctor.knowledge.units import exact_size, format_size
-from cudadoctor.model import Finding, Fix, Severity, Table, plural
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
+from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.predicates import visibility
 
 
 @dataclass
@@ -101,28 +102,28 @@ def evaluate(f: Facts, req: Requirements | None) -> list[Finding]:
     out = gpus + _torch(f, req) + _bandwidth(f, req)
     # every finding above is an unmet requirement: CD500 only when there is none
     if not out:
-        out.insert(0, MET.finding(title=f"{MET.summary}: {note}" if note else None))
+        title = msg("{summary}: {detail}", summary=msg(MET.summary), detail=note) if note else None
+        out.insert(0, MET.finding(title=title))
     return out
 
 
-def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
+def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], Message | None]:
     """The GPU requirements' findings, and a note for CD500 when they hold.
 
     With --require-gpus N, N visible GPUs that meet the limits are enough. Without it the limits hold
     for every visible GPU: a job uses the GPUs it sees, and no count says which of them it may leave."""
     if req.require_gpus is None and req.min_free_memory is None and req.min_compute_capability is None:
-        return [], ""
+        return [], None
     need = req.require_gpus or 1
     driver = f.driver
     if driver is None or driver.init_status != "ok":
-        why = "not checked (the driver probe did not run)" if driver is None else "the driver reports none"
+        why = msg("not checked (the driver probe did not run)" if driver is None else "the driver reports none")
         return [
             TOO_FEW_GPUS.finding(
-                title=f"Needs {plural(need, 'GPU')}; {why}",
+                title=msg_n("Needs {n} GPU; {why}", "Needs {n} GPUs; {why}", need, n=need, why=why),
                 fix=[fix("See why", "cudadoctor check")],
             )
-        ], ""
-    from cudadoctor.rules.visible import visibility
+        ], None
 
     vis = visibility(f)
     every = [d for d in driver.devices if d.error is None]
@@ -135,10 +136,17 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
     qualified = [d for d in visible if gate.qualifies(d)]
     if req.require_gpus is not None and len(qualified) >= need:
         if len(qualified) == len(visible):
-            return [], ""
+            return [], None
         # met; which GPUs qualify is worth a word, since a job takes the first ones it sees
-        which = _which(qualified)
-        return [], f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify ({which}); {need} required"
+        return [], msg_n(
+            "{k} of {n} visible GPU qualify ({which}); {need} required",
+            "{k} of {n} visible GPUs qualify ({which}); {need} required",
+            len(visible),
+            k=len(qualified),
+            n=len(visible),
+            which=_which(qualified),
+            need=need,
+        )
     # a selection: `gpus --pick` chooses among the GPUs CUDA_VISIBLE_DEVICES shows, so it is offered only
     # where it can succeed: among those, or among all of them once the variable is unset
     count = need if req.require_gpus is not None else len(qualified)
@@ -159,15 +167,28 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
     if len(qualified) < need:
         out.append(
             TOO_FEW_GPUS.finding(
-                title=f"{len(qualified)} of {plural(len(visible), 'visible GPU')} qualify; {need} required",
+                title=msg_n(
+                    "{k} of {n} visible GPU qualify; {need} required",
+                    "{k} of {n} visible GPUs qualify; {need} required",
+                    len(visible),
+                    k=len(qualified),
+                    n=len(visible),
+                    need=need,
+                ),
                 fix=select or _elsewhere(every, need, gate),
             )
         )
     if low_memory:
         out.append(
             LOW_FREE_MEMORY.finding(
-                title=f"{_which(low_memory)} {'has' if len(low_memory) == 1 else 'have'} less than {gate.size} free "
-                f"({', '.join(format_size(d.memory_free) for d in low_memory)})",
+                title=msg_n(
+                    "{gpus} has less than {size} free ({free})",
+                    "{gpus} have less than {size} free ({free})",
+                    len(low_memory),
+                    gpus=_which(low_memory),
+                    size=gate.size,
+                    free=", ".join(format_size(d.memory_free) for d in low_memory),
+                ),
                 tables=_holders(low_memory),
                 fix=[fix("See which processes hold it", "cudadoctor gpus --sort-by free"), *select],
             )
@@ -176,8 +197,14 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], str]:
         ccs = sorted({d.compute_capability or "unknown" for d in low_cc})
         out.append(
             LOW_CAPABILITY.finding(
-                title=f"{_which(low_cc)} {'has' if len(low_cc) == 1 else 'have'} compute capability "
-                f"{', '.join(ccs)}; {req.min_compute_capability} required",
+                title=msg_n(
+                    "{gpus} has compute capability {ccs}; {required} required",
+                    "{gpus} have compute capability {ccs}; {required} required",
+                    len(low_cc),
+                    gpus=_which(low_cc),
+                    ccs=", ".join(ccs),
+                    required=req.min_compute_capability,
+                ),
                 fix=select or _elsewhere(every, need, gate),
             )
         )
@@ -210,11 +237,15 @@ class _Limits:
             + (f" --min-cc {self.min_cc_text}" if self.min_cc is not None else "")
         )
 
-    def wanted(self) -> str:
-        """ "that have 50GiB free and compute capability 8.0 or higher" """
-        parts = [f"{self.size} free"] if self.size else []
-        parts += [f"compute capability {self.min_cc_text} or higher"] if self.min_cc is not None else []
-        return " and ".join(parts)
+    def wanted(self) -> Message | None:
+        """ "50GiB free and compute capability 8.0 or higher" """
+        if self.size and self.min_cc is not None:
+            return msg("{size} free and compute capability {cc} or higher", size=self.size, cc=self.min_cc_text)
+        if self.size:
+            return msg("{size} free", size=self.size)
+        if self.min_cc is not None:
+            return msg("compute capability {cc} or higher", cc=self.min_cc_text)
+        return None
 
 
 def _elsewhere(every: list[Any], need: int, gate: _Limits) -> list[Fix]:
@@ -225,16 +256,28 @@ def _elsewhere(every: list[Any], need: int, gate: _Limits) -> list[Fix]:
     if busy and len(capable) >= need:  # enough GPUs of the kind: their memory is what is missing
         out.append(
             fix(
-                f"Free memory on {_which(busy)}: stop the processes that hold it, or wait for them to finish",
+                msg(
+                    "Free memory on {gpus}: stop the processes that hold it, or wait for them to finish",
+                    gpus=_which(busy),
+                ),
                 "cudadoctor gpus --sort-by free",
             )
         )
     wanted = gate.wanted()
     out.append(
         fix(
-            f"Run the job on a node with {plural(need, 'GPU')}"
-            + (f" that have {wanted}" if wanted else "")
-            + f": this one has {len(every)}"
+            msg_n(
+                "Run the job on a node with {n} GPU that have {wanted}: this one has {have}"
+                if wanted
+                else "Run the job on a node with {n} GPU: this one has {have}",
+                "Run the job on a node with {n} GPUs that have {wanted}: this one has {have}"
+                if wanted
+                else "Run the job on a node with {n} GPUs: this one has {have}",
+                need,
+                n=need,
+                wanted=wanted,
+                have=len(every),
+            )
         )
     )
     return out
@@ -258,15 +301,16 @@ def _holders(devices: list[Any]) -> list[Table]:
     return [Table(["GPU", "PID", *(["Name"] if named else []), "Used"], rows)]
 
 
-def _indices(devices: list[Any]) -> str:
-    """ "GPU 2", "GPUs 0, 2" """
-    return f"{'GPU' if len(devices) == 1 else 'GPUs'} {', '.join(str(d.index) for d in devices)}"
-
-
-def _which(devices: list) -> str:
+def _which(devices: list) -> Message:
     """ "GPU 3 (Tesla T4)", "GPUs 0, 1, 2, 3 (Tesla T4)": one line for identical GPUs."""
     names = sorted({d.name or "?" for d in devices})
-    return f"{_indices(devices)} ({', '.join(names)})"
+    return msg_n(
+        "GPU {indices} ({names})",
+        "GPUs {indices} ({names})",
+        len(devices),
+        indices=", ".join(str(d.index) for d in devices),
+        names=", ".join(names),
+    )
 
 
 def _torch(f: Facts, req: Requirements) -> list[Finding]:
@@ -275,14 +319,15 @@ def _torch(f: Facts, req: Requirements) -> list[Finding]:
     if req.expect_torch_cuda is not None:
         have = t.cuda if t is not None else None
         if have != req.expect_torch_cuda:
-            what = (
-                "not checked (torch probe skipped)"
-                if t is None
-                else (f"torch {t.version} is built for CUDA {have}" if have else f"torch {t.version or ''} has no CUDA")
-            )
+            if t is None:
+                what = msg("not checked (torch probe skipped)")
+            elif have:
+                what = msg("{torch} is built for CUDA {cuda}", torch=named("torch", t.version), cuda=have)
+            else:
+                what = msg("{torch} has no CUDA", torch=named("torch", t.version))
             out.append(
                 TORCH_CUDA_MISMATCH.finding(
-                    title=f"Expected a torch built for CUDA {req.expect_torch_cuda}: {what}",
+                    title=msg("Expected a torch built for CUDA {cuda}: {what}", cuda=req.expect_torch_cuda, what=what),
                     fix=[
                         fix(
                             "Install the expected build",
@@ -293,8 +338,10 @@ def _torch(f: Facts, req: Requirements) -> list[Finding]:
                 )
             )
     if req.require_cudnn and (t is None or t.cudnn_version is None):
-        reason = "torch probe skipped" if t is None else (t.cudnn_error or "torch.backends.cudnn.version() is None")
-        out.append(CUDNN_REQUIRED.finding(title=f"cuDNN is required: {reason}"))
+        reason = (
+            msg("torch probe skipped") if t is None else (t.cudnn_error or "torch.backends.cudnn.version() is None")
+        )
+        out.append(CUDNN_REQUIRED.finding(title=msg("cuDNN is required: {reason}", reason=reason)))
     return out
 
 
@@ -303,10 +350,14 @@ def _bandwidth(f: Facts, req: Requirements) -> list[Finding]:
         return []
     b = f.bandwidth
     if b is None or b.skipped or not b.transfers:
-        why = "not measured" if b is None else (b.skipped or b.error or "no result")
+        why = msg("not measured") if b is None else (b.skipped or b.error or msg("no result"))
         return [
             H2D_TOO_SLOW.finding(
-                title=f"Host-to-device bandwidth of {req.min_h2d_gbps:g} GB/s required: {why}",
+                title=msg(
+                    "Host-to-device bandwidth of {required} GB/s required: {why}",
+                    required=f"{req.min_h2d_gbps:g}",
+                    why=why,
+                ),
                 fix=[fix("Measure it", "cudadoctor check --only driver,bandwidth")],
             )
         ]
@@ -315,8 +366,12 @@ def _bandwidth(f: Facts, req: Requirements) -> list[Finding]:
         if t.direction == "h2d" and t.memory == "pinned" and (t.gbps is None or t.gbps < req.min_h2d_gbps):
             out.append(
                 H2D_TOO_SLOW.finding(
-                    title=f"cuda:{t.device} pinned host-to-device {t.gbps or 0:.1f} GB/s; "
-                    f"{req.min_h2d_gbps:g} GB/s required",
+                    title=msg(
+                        "cuda:{device} pinned host-to-device {rate} GB/s; {required} GB/s required",
+                        device=t.device,
+                        rate=f"{t.gbps or 0:.1f}",
+                        required=f"{req.min_h2d_gbps:g}",
+                    ),
                     fix=[fix("See the link NVML reports and the bandwidth findings", "cudadoctor check --full")],
                 )
             )

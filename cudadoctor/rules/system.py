@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.model import Finding, Fix, Severity
+from cudadoctor.model import Finding, Fix, Message, Severity, msg
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import joined
 
 SMALL_SHM = entry(
     "CD140",
@@ -48,7 +49,9 @@ def evaluate(f: Facts) -> list[Finding]:
     if s.shm_total is not None and s.shm_total < SHM_MINIMUM:
         out.append(
             SMALL_SHM.finding(
-                title=f'/dev/shm is {format_size(s.shm_total)}: DataLoader workers may die with "Bus error"',
+                title=msg(
+                    '/dev/shm is {size}: DataLoader workers may die with "Bus error"', size=format_size(s.shm_total)
+                ),
                 fix=_shm_fixes(f),
             )
         )
@@ -56,13 +59,25 @@ def evaluate(f: Facts) -> list[Finding]:
     # WSL1 has no GPU: rules/wsl.py says so as an error, not as "running under WSL2"
     if (s.wsl is True or w is not None) and not (w is not None and w.version == 1):
         version = w.windows_driver_version if w is not None else None
-        out.append(WSL.finding(title=WSL.summary + (f", Windows NVIDIA driver {version}" if version else "")))
+        title = msg("{summary}, Windows NVIDIA driver {version}", summary=msg(WSL.summary), version=version)
+        out.append(WSL.finding(title=title if version else WSL.summary))
     if s.in_container is True:
         c = f.platform.container if f.platform is not None else None
-        # "; " between the evidence: each piece is translated on its own ("NVIDIA_VISIBLE_DEVICES is set")
-        hints = "; ".join(s.container_hints) or (c.runtime if c is not None and c.runtime else "")
-        out.append(CONTAINER.finding(title="Running in a container" + (f" ({hints})" if hints else "")))
+        # the evidence, each piece translated on its own ("NVIDIA_VISIBLE_DEVICES is set")
+        hints = [_hint(h) for h in s.container_hints] or ([c.runtime] if c is not None and c.runtime else [])
+        title = msg("Running in a container ({hints})", hints=joined(hints)) if hints else None
+        out.append(CONTAINER.finding(title=title or "Running in a container"))
     return out
+
+
+def _hint(text: str) -> Message:
+    """One piece of backends/host.py's container evidence ("KUBERNETES_SERVICE_HOST is set")."""
+    if text.endswith(" is set"):
+        return msg("{name} is set", name=text[: -len(" is set")])
+    if " mentions " in text:
+        where, word = text.split(" mentions ", 1)
+        return msg("{file} mentions {word}", file=where, word=word)
+    return msg("{text}", text=text)
 
 
 def _shm_fixes(f: Facts) -> list[Fix]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, Severity
+from cudadoctor.model import Finding, Message, Severity, msg
 from cudadoctor.rules.catalogue import entry
+from cudadoctor.rules.predicates import joined
 
 TOOLKIT_WITHOUT_DRIVER = entry(
     "CD130",
@@ -36,17 +37,17 @@ NO_TOOLKIT = entry(
 )
 
 
-def _describe(f: Facts) -> str:
+def _describe(f: Facts) -> Message | None:
     t = f.toolkit
     assert t is not None
     parts = []
     if t.nvcc_path:
-        parts.append(f"nvcc {t.nvcc_version or '?'} at {t.nvcc_path}")
+        parts.append(msg("nvcc {version} at {path}", version=t.nvcc_version or "?", path=t.nvcc_path))
     for inst in t.installs:
-        parts.append(f"CUDA {inst.version or '?'} at {inst.path}")
+        parts.append(msg("CUDA {version} at {path}", version=inst.version or "?", path=inst.path))
     if t.cuda_home:
-        parts.append(f"CUDA_HOME={t.cuda_home}")
-    return "; ".join(parts)
+        parts.append(msg("{text}", text=f"CUDA_HOME={t.cuda_home}"))
+    return joined(parts) if parts else None
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -65,7 +66,10 @@ def evaluate(f: Facts) -> list[Finding]:
     if no_driver:
         return [
             TOOLKIT_WITHOUT_DRIVER.finding(
-                title=f"CUDA toolkit found ({described or 'files'}), but no NVIDIA driver: a toolkit is not a driver",
+                title=msg(
+                    "CUDA toolkit found ({found}), but no NVIDIA driver: a toolkit is not a driver",
+                    found=described or msg("files"),
+                ),
             )
         ]
-    return [TOOLKIT_PRESENT.finding(title=f"CUDA toolkit: {described}")]
+    return [TOOLKIT_PRESENT.finding(title=msg("CUDA toolkit: {found}", found=described or ""))]

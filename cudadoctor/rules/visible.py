@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.knowledge.units import format_size
-from cudadoctor.knowledge.visibility import Visibility, from_env
-from cudadoctor.model import Finding, Severity, Table, plural
+from cudadoctor.knowledge.visibility import Visibility
+from cudadoctor.model import Finding, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.predicates import visibility  # rules/measurements.py imports it from here too
 
 VISIBLE_TABLE = entry(
     "CD300",
@@ -76,14 +77,6 @@ def table(vis: Visibility) -> Table:
     return Table(["cuda", "nvml", "uuid", "free>", "name"], rows)
 
 
-def visibility(f: Facts) -> Visibility | None:
-    """Which GPUs CUDA programs started here see: the one helper every rule uses. None when the driver's
-    devices or the environment (the system probe) are unknown."""
-    if f.driver is None or f.driver.init_status != "ok" or not f.driver.devices:
-        return None
-    return from_env(f.system.env if f.system is not None else None, f.driver.devices)
-
-
 def _cuda_cannot_start(f: Facts) -> bool:
     """libcuda is missing or cuInit failed (CD121-CD124 tell it): then CUDA sees no GPU at all, and "CUDA
     sees 4 of 4 GPUs" would contradict them. Unknown (no libcuda probe) is not "cannot"."""
@@ -100,18 +93,28 @@ def evaluate(f: Facts) -> list[Finding]:
     raw = vis.raw
     devices = f.driver.devices
     out: list[Finding] = []
-    shown = "unset" if raw is None else f"'{raw}'"
+    shown = msg("unset") if raw is None else f"'{raw}'"
     if vis.duplicate is not None:
         out.append(
             DUPLICATE.finding(
-                title=f"CUDA_VISIBLE_DEVICES={shown} names {vis.duplicate} twice: no GPU is visible",
+                title=msg(
+                    "CUDA_VISIBLE_DEVICES={value} names {device} twice: no GPU is visible",
+                    value=shown,
+                    device=vis.duplicate,
+                ),
                 fix=[fix("List each device once", "export CUDA_VISIBLE_DEVICES=0,1")],
             )
         )
     elif vis.hides_all:
         out.append(
             ALL_HIDDEN.finding(
-                title=f"CUDA_VISIBLE_DEVICES={shown} hides all {plural(len(devices), 'GPU')}",
+                title=msg_n(
+                    "CUDA_VISIBLE_DEVICES={value} hides all {n} GPU",
+                    "CUDA_VISIBLE_DEVICES={value} hides all {n} GPUs",
+                    len(devices),
+                    value=shown,
+                    n=len(devices),
+                ),
                 fix=[
                     fix("Show every GPU", "unset CUDA_VISIBLE_DEVICES"),
                     # gpus --pick chooses among the GPUs the variable shows: none until it is unset
@@ -126,24 +129,43 @@ def evaluate(f: Facts) -> list[Finding]:
     elif vis.invalid_entry is not None:
         out.append(
             ENTRY_IGNORED.finding(
-                title=f"CUDA_VISIBLE_DEVICES={shown}: entry '{vis.invalid_entry.strip()}' names no device, "
-                f"so {', '.join(e.strip() for e in vis.ignored)} {'is' if len(vis.ignored) == 1 else 'are'} ignored",
+                title=msg_n(
+                    "CUDA_VISIBLE_DEVICES={value}: entry '{entry}' names no device, so {ignored} is ignored",
+                    "CUDA_VISIBLE_DEVICES={value}: entry '{entry}' names no device, so {ignored} are ignored",
+                    len(vis.ignored),
+                    value=shown,
+                    entry=vis.invalid_entry.strip(),
+                    ignored=", ".join(e.strip() for e in vis.ignored),
+                ),
                 fix=[fix("Use indices below the GPU count, or UUIDs from nvidia-smi -L", "nvidia-smi -L")],
             )
         )
     if vis.selected and not _cuda_cannot_start(f):
         out.append(
             VISIBLE_TABLE.finding(
-                title=f"CUDA sees {len(vis.selected)} of {plural(len(devices), 'GPU')} "
-                f"(CUDA_VISIBLE_DEVICES {shown}, order {vis.order}{', estimated' if vis.order_estimated else ''})",
+                title=msg_n(
+                    "CUDA sees {k} of {n} GPU (CUDA_VISIBLE_DEVICES {value}, order {order}, estimated)"
+                    if vis.order_estimated
+                    else "CUDA sees {k} of {n} GPU (CUDA_VISIBLE_DEVICES {value}, order {order})",
+                    "CUDA sees {k} of {n} GPUs (CUDA_VISIBLE_DEVICES {value}, order {order}, estimated)"
+                    if vis.order_estimated
+                    else "CUDA sees {k} of {n} GPUs (CUDA_VISIBLE_DEVICES {value}, order {order})",
+                    len(devices),
+                    k=len(vis.selected),
+                    n=len(devices),
+                    value=shown,
+                    order=vis.order,
+                ),
                 tables=[table(vis)],
             )
         )
     if vis.order_estimated:
         out.append(
             MIXED_ORDER.finding(
-                title=f"Mixed GPU models ({', '.join(sorted({d.name or '?' for d in devices}))}): CUDA's device "
-                "numbers differ from nvidia-smi's",
+                title=msg(
+                    "Mixed GPU models ({names}): CUDA's device numbers differ from nvidia-smi's",
+                    names=", ".join(sorted({d.name or "?" for d in devices})),
+                ),
                 fix=[fix("Make CUDA number GPUs like nvidia-smi", "export CUDA_DEVICE_ORDER=PCI_BUS_ID")],
             )
         )
@@ -156,10 +178,20 @@ def _mig(f: Facts) -> list[Finding]:
     for d in devices:
         if d.mig_enabled:
             uuids = [i.uuid for i in d.mig_instances if i.uuid]
-            n = f"{plural(len(uuids), 'instance')}"
             out.append(
                 MIG.finding(
-                    title=f"GPU {d.index}{f' ({d.name})' if d.name else ''} is in MIG mode with {n}",
+                    title=msg_n(
+                        "GPU {index} ({name}) is in MIG mode with {n} instance"
+                        if d.name
+                        else "GPU {index} is in MIG mode with {n} instance",
+                        "GPU {index} ({name}) is in MIG mode with {n} instances"
+                        if d.name
+                        else "GPU {index} is in MIG mode with {n} instances",
+                        len(uuids),
+                        index=d.index,
+                        name=d.name,
+                        n=len(uuids),
+                    ),
                     fix=[fix("Give each process one instance", f"export CUDA_VISIBLE_DEVICES={uuids[0]}")]
                     if uuids
                     else [],

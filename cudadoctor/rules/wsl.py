@@ -10,10 +10,15 @@ microsoft/WSL#12859 "GPU access blocked by the operating system"; Syllo/nvtop#31
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.knowledge.driver_install import SOURCES
-from cudadoctor.model import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Severity, Table, msg
 from cudadoctor.rules.catalogue import entry, fix
-from cudadoctor.rules.predicates import family, in_wsl, package_tool, wsl  # noqa: F401  (wsl.in_wsl: old callers)
+from cudadoctor.rules.predicates import (  # noqa: F401  (wsl.in_wsl: old callers)
+    family,
+    in_wsl,
+    package_tool,
+    windows_fixes,
+    wsl,
+)
 
 WSL1 = entry(
     "CD112",
@@ -56,8 +61,7 @@ BLOCKED = entry(
     keeps the GPU from virtual machines.""",
 )
 
-_REMOVE_WHY = "there is no NVIDIA kernel module inside WSL; the Windows driver provides the GPU"
-DRIVER_PAGE = SOURCES["generic"]  # the Windows driver; it brings CUDA to WSL2
+_REMOVE_WHY = msg("there is no NVIDIA kernel module inside WSL; the Windows driver provides the GPU")
 
 # The package manager of the WSL distribution: (remove, clean up, owner of a file, install).
 _PACKAGE_TOOLS = {
@@ -71,35 +75,6 @@ _PACKAGE_TOOLS = {
 def distro(f: Facts) -> str:
     w = wsl(f)
     return (w.distro if w is not None else None) or "DISTRO"
-
-
-def windows_fixes(f: Facts) -> list[Fix]:
-    """The WSL2 fixes, all on the Windows side."""
-    return [
-        fix(
-            "On Windows (not inside WSL): install or update the NVIDIA driver, update WSL, restart it",
-            f"start {DRIVER_PAGE}",
-            "wsl --update",
-            "wsl --shutdown",
-        ),
-        fix("Inside WSL afterwards: the Windows driver's libraries must be here", "ls -l /usr/lib/wsl/lib/"),
-    ]
-
-
-def root_cause(f: Facts) -> str | None:
-    """The WSL finding that explains a driver failure (for driver.py's cause=)."""
-    w = wsl(f)
-    if w is None:
-        return None
-    if w.version == 1:
-        return "CD112"
-    if w.linux_driver_packages or w.linux_module_files:
-        return "CD113"
-    if w.shadowing_libs:
-        return "CD114"
-    if f.driver is not None and f.driver.init_status == "OPERATING_SYSTEM":
-        return "CD115"
-    return None
 
 
 def evaluate(f: Facts) -> list[Finding]:
@@ -132,14 +107,19 @@ def evaluate(f: Facts) -> list[Finding]:
         if packages:
             removal = [
                 fix(
-                    f"Remove it ({_REMOVE_WHY})",
+                    msg("Remove it ({why})", why=_REMOVE_WHY),
                     f"{remove} {' '.join(packages)}",
                     *([autoremove] if autoremove else []),
                 )
             ]
         elif package_tool(f) == "apt" and w.linux_driver_packages is not None:
             # the dpkg database lists no driver package: NVIDIA's .run installer put the module there
-            removal = [fix(f"Uninstall it with the .run installer's own tool ({_REMOVE_WHY})", "sudo nvidia-uninstall")]
+            removal = [
+                fix(
+                    msg("Uninstall it with the .run installer's own tool ({why})", why=_REMOVE_WHY),
+                    "sudo nvidia-uninstall",
+                )
+            ]
         else:
             removal = [
                 fix(
@@ -147,34 +127,47 @@ def evaluate(f: Facts) -> list[Finding]:
                     *[f"{owner} {p}" for p in files[:3]],
                 ),
                 fix(
-                    f"If no package owns them, NVIDIA's .run installer put them there: uninstall it ({_REMOVE_WHY})",
+                    msg(
+                        "If no package owns them, NVIDIA's .run installer put them there: uninstall it ({why})",
+                        why=_REMOVE_WHY,
+                    ),
                     "sudo nvidia-uninstall",
                 ),
             ]
         out.append(
             LINUX_DRIVER_IN_WSL.finding(
-                title="A Linux NVIDIA driver is installed inside WSL: " + ", ".join(packages or files),
+                title=msg(
+                    "A Linux NVIDIA driver is installed inside WSL: {packages}", packages=", ".join(packages or files)
+                ),
                 fix=[
                     *removal,
                     fix(
                         "For nvcc inside WSL install only the toolkit package, never cuda or cuda-drivers",
                         f"{install} cuda-toolkit",
                     ),
-                    *windows_fixes(f)[1:],
+                    *windows_fixes()[1:],
                 ],
                 tables=[Table(["Package or file"], [[p] for p in packages + files])],
             )
         )
     if w.shadowing_libs:
+        libs = ", ".join(w.shadowing_libs[:3])
+        more = len(w.shadowing_libs) - 3
         out.append(
             SHADOWED.finding(
-                title=f"{SHADOWED.summary}: {', '.join(w.shadowing_libs[:3])}"
-                + (f" and {len(w.shadowing_libs) - 3} more" if len(w.shadowing_libs) > 3 else ""),
+                title=msg(
+                    "{summary}: {detail}",
+                    summary=msg(SHADOWED.summary),
+                    detail=msg("{names} and {n} more", names=libs, n=more) if more > 0 else libs,
+                ),
                 severity=Severity.ERROR if cuda_broken else Severity.WARNING,
                 fix=[
                     fix("Find the package that owns each copy", *[f"{owner} {p}" for p in w.shadowing_libs[:3]]),
                     fix(
-                        f"Remove that package, or move the copies away ({_REMOVE_WHY}), refresh the loader cache",
+                        msg(
+                            "Remove that package, or move the copies away ({why}), refresh the loader cache",
+                            why=_REMOVE_WHY,
+                        ),
                         *[f"sudo mv {p} {p}.bak" for p in w.shadowing_libs[:3]],
                         "sudo ldconfig",
                         "ldconfig -p | grep -E 'libcuda|libnvidia-ml'",
@@ -186,5 +179,5 @@ def evaluate(f: Facts) -> list[Finding]:
         f.cuda_driver is not None and f.cuda_driver.init_result == 304
     )
     if blocked and not out:
-        out.append(BLOCKED.finding(fix=windows_fixes(f)))
+        out.append(BLOCKED.finding(fix=windows_fixes()))
     return out

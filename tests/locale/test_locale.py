@@ -142,8 +142,8 @@ def test_every_static_text_is_in_the_catalogue(po: list[dict[str, object]]) -> N
     rules = ROOT / "cudadoctor" / "rules"
     for path in sorted(p for p in rules.rglob("*.py") if "examples" not in p.relative_to(rules).parts):  # babel.cfg
         with path.open("rb") as fh:
-            # a plural template (msg_n) is extracted as (singular, plural); the catalogue keys it by the singular
-            wanted |= {m if isinstance(m, str) else m[0] for _, _, m, _ in extract_rules(fh, None, None, {})}
+            # a plural template (msg_n) is its singular msgid, the entry the .po keys it by
+            wanted |= {m[0] if isinstance(m, tuple) else m for _, _, m, _ in extract_rules(fh, None, None, {})}
     assert len(wanted) > 700
     assert sorted(wanted - ids) == []
 

@@ -99,30 +99,91 @@ LEGACY_LOG = [
 ]
 
 
-def _module_refuses_pascal(os_id: str, log: list[str]) -> object:
-    facts = healthy([], driver="595.71.05", cuda=13020, os_id=os_id)
-    facts.pci = PciFacts(scanned=True, nvidia_gpus=[PciDevice(address="0000:01:00.0", device_id="0x1c81")])
+def _module_refuses_pascal(os_id: str, log: list[str], device_id: str | None = "0x1c81", version: str = "595.71.05"):
+    facts = healthy([], driver=version, cuda=13020, os_id=os_id)
+    gpus = [PciDevice(address="0000:01:00.0", device_id=device_id)] if device_id else []
+    facts.pci = PciFacts(scanned=True, nvidia_gpus=gpus)
     facts.driver = DriverFacts(binding="nvidia-ml-py", library_loaded=True, init_status="DRIVER_NOT_LOADED")
     facts.torch = None
-    module = KernelModuleFacts(
-        kernel="6.8.0-45-generic", loaded=False, loaded_version="595.71.05", kernel_log_lines=log
-    )
+    module = KernelModuleFacts(kernel="6.8.0-45-generic", loaded=False, loaded_version=version, kernel_log_lines=log)
     facts.platform = PlatformFacts(module=module)
     return facts
 
 
-def test_a_590_driver_on_pascal_is_replaced_by_the_580_branch_never_a_newer_one():
+def _check(run_cli, tmp_path, facts, *args: str) -> str:
+    """What `cudadoctor check --from REPORT` prints for these facts (a report saved on that machine)."""
+    import json
+
+    from cudadoctor.facts.codec import to_jsonable
+
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"tool": "cudadoctor", "schema_version": 2, "facts": to_jsonable(facts)}))
+    r = run_cli("check", "--from", str(report), *args)
+    assert r.code == 1, r.stderr
+    return r.stdout
+
+
+def test_a_590_driver_on_pascal_is_told_its_last_branch_not_a_module_flavour(run_cli, tmp_path):
+    """The driver's own log says the branch, not the flavour, is wrong: a 590+ proprietary module ignores the
+    GPU as well, so "needs the proprietary module" (CD126) was the wrong story."""
     by = run(_module_refuses_pascal("ubuntu", LEGACY_LOG))
-    f = by["CD126"]
-    assert f.title == "This GPU needs the proprietary NVIDIA kernel module"
+    assert "CD126" not in by
+    f = by["CD116"]
+    assert f.title == "Driver 595.71.05 ignores this GPU: its last branch is 580"
     assert "580.xx Legacy drivers" in f.why
     assert commands(f)[0] == "sudo apt install nvidia-driver-580"  # not nvidia-driver-595
-    assert by["CD102"].cause == "CD126"
+    assert by["CD102"].cause == "CD116"
 
-    arch = run(_module_refuses_pascal("arch", LEGACY_LOG))["CD126"]
+    arch = run(_module_refuses_pascal("arch", LEGACY_LOG))["CD116"]
     assert commands(arch)[0] == "yay -S nvidia-580xx-dkms"  # Arch's nvidia-dkms is the open module from 590
-    rhel = run(_module_refuses_pascal("rocky", LEGACY_LOG))["CD126"]
+    rhel = run(_module_refuses_pascal("rocky", LEGACY_LOG))["CD116"]
     assert commands(rhel)[0] == "sudo dnf module install nvidia-driver:580-dkms"
+
+    out = _check(run_cli, tmp_path, _module_refuses_pascal("ubuntu", LEGACY_LOG))
+    assert "CD116 Driver 595.71.05 ignores this GPU: its last branch is 580" in out
+    assert "sudo apt install nvidia-driver-580" in out
+    assert "proprietary NVIDIA kernel module" not in out
+    zh = _check(run_cli, tmp_path, _module_refuses_pascal("ubuntu", LEGACY_LOG), "--lang", "zh_CN")
+    assert "CD116" in zh and "ignores this GPU" not in zh and "sudo apt install nvidia-driver-580" in zh
+
+
+def test_a_kepler_gpu_gets_the_branch_its_log_names():
+    """The legacy line names the GPU's own last branch: 470 for Kepler, never the 580 of Maxwell-Volta."""
+    log = [
+        "NVRM: The NVIDIA GeForce 920M GPU installed in this system is",
+        "NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please",
+        "NVRM:  information.  The 565.57.01 NVIDIA driver will ignore",
+    ]
+    f = run(_module_refuses_pascal("ubuntu", log, device_id="0x1299", version="565.57.01"))["CD116"]
+    assert f.title == "Driver 565.57.01 ignores this GPU: its last branch is 470"
+    assert commands(f)[0] == "sudo apt install nvidia-driver-470"
+
+
+def _open_refuses(pci_id: str) -> list[str]:
+    return [
+        f"NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:{pci_id})",
+        "NVRM: installed in this system is not supported by open nvidia.ko",
+        "NVRM: because it does not include the required GPU System Processor (GSP).",
+    ]
+
+
+def test_the_580_cap_is_only_for_maxwell_pascal_and_volta():
+    """The open module refuses a GPU: the proprietary module of the same branch for Turing and newer (a vGPU
+    partition of a Blackwell card, say), and branch 580 only for a GPU older than Turing."""
+    blackwell = run(_module_refuses_pascal("ubuntu", _open_refuses("2bb5"), device_id=None))
+    f = blackwell["CD126"]
+    assert f.title == "This GPU needs the proprietary NVIDIA kernel module"
+    assert commands(f)[0] == "sudo apt install nvidia-driver-595"  # not the 580 of pre-Turing GPUs
+    assert blackwell["CD102"].cause == "CD126"
+    arch = run(_module_refuses_pascal("arch", _open_refuses("2bb5"), device_id="0x2bb5"))["CD126"]
+    assert not any("580" in c for c in commands(arch))  # no legacy AUR package for a Blackwell GPU
+    rhel = run(_module_refuses_pascal("rocky", _open_refuses("2bb5"), device_id=None))["CD126"]
+    assert commands(rhel)[0] == "sudo dnf module install nvidia-driver:595-dkms"
+
+    volta = run(_module_refuses_pascal("ubuntu", _open_refuses("1d81"), device_id=None))["CD126"]
+    assert commands(volta)[0] == "sudo apt install nvidia-driver-580"  # its PCI ID in the log: Volta
+    arch_volta = run(_module_refuses_pascal("arch", _open_refuses("1d81")))["CD126"]
+    assert commands(arch_volta)[0] == "yay -S nvidia-580xx-dkms"
 
 
 def test_no_driver_on_arch_with_a_pascal_gpu_installs_the_legacy_branch():
