@@ -17,7 +17,7 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
-from cudadoctor.model import Finding, Fix, Severity, Table
+from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg
 from cudadoctor.rules.catalogue import entry, fix
 
 READ = entry(
@@ -161,6 +161,27 @@ CUDNN_STATUS = entry(
     that does not match torch (a system copy first on the library path) or a GPU out of memory at
     start-up; EXECUTION_FAILED and NOT_SUPPORTED point at the GPU's architecture or the driver.""",
 )
+STACK_WORKS = entry(
+    "CD914",
+    "paste-stack-works",
+    Severity.OK,
+    "Paste",
+    "The paste shows the GPU at work: the CUDA stack runs",
+    """A line in the paste shows a CUDA device in use: the allocator reporting the GPU's memory, a tensor
+    on cuda:0, a launcher's "Device: cuda:0 …". Driver, CUDA and torch work together; what went wrong
+    happened while the program ran.""",
+)
+HARMLESS = entry(
+    "CD915",
+    "paste-harmless-warning",
+    Severity.INFO,
+    "Paste",
+    "A warning that needs no fix",
+    """Some warnings torch and its libraries print are notices, not failures: the TypedStorage and
+    torch.meshgrid deprecations, "TORCH_CUDA_ARCH_LIST is not set" while an extension builds for the GPUs
+    present, and torch 2.3.0's "Plan failed with a cudnnException" (pytorch#121834: cuDNN falls back to
+    another plan). The program's results are not affected.""",
+)
 _ASK_ALL = "cudadoctor check --format markdown   # everything below in one report"
 
 
@@ -188,20 +209,14 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(_deserialize(kinds["deserialize-cuda"][0]))
     if "state-dict-prefix" in kinds:
         out.append(_state_dict(kinds["state-dict-prefix"][0]))
-    runtime = [
-        h
-        for k in (
-            "out-of-memory",
-            "device-side-assert",
-            "illegal-memory-access",
-            "device-busy",
-            "no-cuda-gpus",
-            "cuda-unknown-error",
-        )
-        for h in kinds.get(k, [])
-    ]
+    hidden = "no-cuda-gpus" in kinds and "visible-devices-set" in kinds
+    if hidden:
+        out.append(_visible_hides(kinds["visible-devices-set"][0], kinds["no-cuda-gpus"][0]))
+    runtime = [h for k in _RUN_KINDS if not (hidden and k == "no-cuda-gpus") for h in kinds.get(k, [])]
     if runtime:
         out.append(_runtime(runtime))
+    if "harmless-warning" in kinds:
+        out.append(_harmless(kinds["harmless-warning"]))
     container = kinds.get("docker-no-gpu-runtime", []) + kinds.get("nvidia-container-cli", [])
     if container:
         out.append(_container(container[0]))
@@ -209,8 +224,11 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(_no_driver(f, kinds["no-driver"][0]))
     if "not-compiled-with-cuda" in kinds and not _cpu_only_decided(f):
         out.append(_not_compiled(f, kinds["not-compiled-with-cuda"][0]))
-    if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error):
+    plan = any(h.detail.get("warning") == "cudnn-plan" for h in kinds.get("harmless-warning", []))
+    if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error) and not plan:
         out.append(_cudnn_status(kinds["cudnn-status"][0]))
+    if "gpu-ran" in kinds and not any(x.severity is Severity.ERROR for x in out):
+        out.append(_stack_works(kinds["gpu-ran"][0]))
     return out
 
 
@@ -429,38 +447,231 @@ def _state_dict(h: PasteHit) -> Finding:
     )
 
 
-_RUNTIME_FIX = {
-    "out-of-memory": fix(
-        "Out of memory: a smaller batch, or less fragmentation",
-        "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-        "nvidia-smi  # who else holds memory",
-    ),
-    "device-side-assert": fix(
-        "A device-side assert: find the failing operation (often a label or index out of range)",
-        "CUDA_LAUNCH_BLOCKING=1 python train.py",
-    ),
-    "illegal-memory-access": fix(
-        "An illegal memory access: get the exact kernel", "CUDA_LAUNCH_BLOCKING=1 python train.py"
-    ),
-    "device-busy": fix(
-        "The GPU is busy or in an exclusive compute mode", "nvidia-smi --query-gpu=index,compute_mode --format=csv"
-    ),
-    "no-cuda-gpus": fix("No GPU visible to CUDA: see what CUDA_VISIBLE_DEVICES says", 'echo "[$CUDA_VISIBLE_DEVICES]"'),
-    "cuda-unknown-error": fix(
-        "After suspend/resume: reload the unified-memory module", "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"
-    ),
-}
+_RUN_KINDS = (
+    "out-of-memory",
+    "device-side-assert",
+    "labels-out-of-range",
+    "illegal-memory-access",
+    "launch-failure",
+    "device-busy",
+    "no-cuda-gpus",
+    "invalid-ordinal",
+    "cuda-unknown-error",
+    "device-mismatch",
+    "torch-attribute-typo",
+)
+# errors of a program that ran on the GPU (or of its code): the paste explains the problem
+_EXPLAINED_AT_RUN_TIME = (
+    "out-of-memory",
+    "device-side-assert",
+    "labels-out-of-range",
+    "illegal-memory-access",
+    "launch-failure",
+    "device-mismatch",
+    "torch-attribute-typo",
+    "harmless-warning",
+    "gpu-ran",
+)
+_RUN_ERRORS = ("device-busy", "cuda-unknown-error")  # the machine, not the program
+
+
+def _runtime_fix(h: PasteHit) -> Fix:
+    k = h.kind
+    if k == "out-of-memory":
+        return _oom_fix(h)
+    if k in ("device-side-assert", "labels-out-of-range"):
+        return fix(
+            msg("A device-side assert: find the failing operation (often a label or index out of range)"),
+            "CUDA_LAUNCH_BLOCKING=1 python train.py",
+        )
+    if k in ("illegal-memory-access", "launch-failure"):
+        return fix(msg("A kernel failed while running: get the exact operation"), "CUDA_LAUNCH_BLOCKING=1 python train.py")
+    if k == "device-busy":
+        return fix(
+            msg("The GPU is busy or in an exclusive compute mode"),
+            "nvidia-smi --query-gpu=index,compute_mode --format=csv",
+        )
+    if k == "no-cuda-gpus":
+        return fix(
+            msg("No GPU visible to CUDA: see what CUDA_VISIBLE_DEVICES says and which GPUs exist"),
+            'echo "[$CUDA_VISIBLE_DEVICES]"',
+            "nvidia-smi -L",
+        )
+    if k == "invalid-ordinal":
+        return fix(
+            msg("The code asks for a GPU index this process does not see: count the GPUs, then use 0 to n-1"),
+            'python -c "import torch; print(torch.cuda.device_count())"',
+            'echo "[$CUDA_VISIBLE_DEVICES]"',
+        )
+    if k == "device-mismatch":
+        return fix(
+            msg("A bug in the code: move every tensor and module to the same device"),
+            "x = x.to(device)  # and model.to(device), before the forward pass",
+        )
+    if k == "torch-attribute-typo":
+        return fix(msg("A typo in the code: the function is torch.cuda.is_available()"), "torch.cuda.is_available()")
+    return fix(
+        msg("After suspend/resume: reload the unified-memory module"), "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"
+    )
+
+
+def _size(detail: dict[str, str], key: str) -> int | None:
+    v = detail.get(key, "")
+    return int(v) if v.isdigit() else None
+
+
+def oom_cause(detail: dict[str, str]) -> str | None:
+    """What the numbers in torch's OOM message say: "fragmentation" (memory reserved by PyTorch but
+    unallocated would have held the request), "others" (memory outside this process), "too-big" (the
+    request alone exceeds the GPU), "does-not-fit" (the job needs more than the GPU has); None when the
+    message carries no numbers."""
+    total, free, tried = _size(detail, "total"), _size(detail, "free"), _size(detail, "tried")
+    reserved, allocated = _size(detail, "reserved"), _size(detail, "allocated")
+    if total is None:
+        return "too-big" if tried is not None and tried > 48 << 30 else None
+    if tried is not None and tried > total:
+        return "too-big"
+    others = _size(detail, "others")
+    if others is None and reserved is not None and free is not None:
+        others = max(0, total - free - reserved)
+    this = _size(detail, "this_process")
+    if this is not None and free is not None:
+        others = max(others or 0, total - free - this)
+    if others is not None and others > total // 4:
+        return "others"
+    if reserved is not None and allocated is not None and tried is not None:
+        if reserved - allocated >= tried and reserved - allocated > total // 20 and "expandable" not in detail:
+            return "fragmentation"
+    return "does-not-fit"
+
+
+def _gib(n: int | None) -> str:
+    from cudadoctor.knowledge.units import format_size
+
+    return format_size(n)
+
+
+def _oom_title(h: PasteHit) -> Message:
+    d = h.detail
+    cause = oom_cause(d)
+    total, free, tried = _size(d, "total"), _size(d, "free"), _size(d, "tried")
+    reserved, allocated = _size(d, "reserved"), _size(d, "allocated")
+    if cause == "too-big":
+        return msg(
+            "Out of memory: one allocation of {tried} is more than the GPU's {total}: the input is far too large",
+            tried=_gib(tried),
+            total=_gib(total) if total else msg("memory"),
+        )
+    if cause == "others":
+        held = total - (free or 0) - (reserved if reserved is not None else _size(d, "this_process") or 0)  # type: ignore[operator]
+        return msg(
+            "Out of memory: about {held} of the GPU's {total} is held outside this program",
+            held=_gib(max(held, _size(d, "others") or 0)),
+            total=_gib(total),
+        )
+    if cause == "fragmentation":
+        return msg(
+            "Out of memory from fragmentation: {unused} is reserved by PyTorch but unallocated, {tried} was asked",
+            unused=_gib((reserved or 0) - (allocated or 0)),
+            tried=_gib(tried),
+        )
+    if cause == "does-not-fit":
+        return msg(
+            "Out of memory: the job needs more than the GPU's {total} ({tried} more was asked, {free} free)",
+            total=_gib(total),
+            tried=_gib(tried),
+            free=_gib(free),
+        )
+    return msg("Out of memory while running: the job does not fit in the GPU's memory as it is")
+
+
+def _oom_fix(h: PasteHit) -> Fix:
+    cause = oom_cause(h.detail)
+    if cause == "fragmentation":
+        return fix(
+            msg("Let the allocator grow segments instead of fragmenting (then run again)"),
+            "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        )
+    if cause == "others":
+        return fix(
+            msg("See who holds the GPU's memory, and end what is stale"),
+            "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+            "cudadoctor gpus",
+        )
+    if cause == "too-big":
+        return fix(
+            msg("Make the input smaller (image resolution, sequence length) or process it in tiles"),
+            "nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv",
+        )
+    return fix(
+        msg("Make the job smaller: a smaller batch, shorter sequences, half precision, no gradients in evaluation"),
+        "with torch.no_grad():  # around validation and inference",
+        "torch.autocast('cuda', dtype=torch.bfloat16)  # or float16",
+    )
 
 
 def _runtime(hits: list[PasteHit]) -> Finding:
     kinds = list(dict.fromkeys(h.kind for h in hits))
-    severity = (
-        Severity.ERROR if any(k in ("no-cuda-gpus", "device-busy", "cuda-unknown-error") for k in kinds) else None
+    severity = Severity.ERROR if any(k in _RUN_ERRORS for k in kinds) else None
+    first = hits[0]
+    title = _oom_title(first) if first.kind == "out-of-memory" else msg(
+        "A CUDA error while running: {error}", error=first.text
     )
-    return CUDA_RUNTIME.finding(
-        title=f"CUDA error while running: {hits[0].text}",
-        fix=[_RUNTIME_FIX[k] for k in kinds],
-        severity=severity,
+    tables = []
+    if first.kind == "out-of-memory" and _size(first.detail, "total") is not None:
+        d = first.detail
+        rows = [
+            [msg(label), _gib(_size(d, key))]
+            for key, label in (
+                ("tried", "asked for"),
+                ("total", "GPU total"),
+                ("free", "free on the GPU"),
+                ("allocated", "allocated by PyTorch"),
+                ("reserved", "reserved by PyTorch"),
+                ("others", "other processes"),
+            )
+            if _size(d, key) is not None
+        ]
+        tables.append(Table([msg("Memory (torch's message)"), msg("Size")], rows))
+    seen: set[str] = set()
+    fixes = []
+    for h in hits:
+        if h.kind not in seen:
+            seen.add(h.kind)
+            fixes.append(_runtime_fix(h))
+    return CUDA_RUNTIME.finding(title=title, fix=fixes, severity=severity, tables=tables)
+
+
+def _visible_hides(cvd: PasteHit, err: PasteHit) -> Finding:
+    from cudadoctor.rules.visible import ALL_HIDDEN
+
+    value = cvd.detail.get("value", "")
+    return ALL_HIDDEN.finding(
+        title=msg(
+            "CUDA_VISIBLE_DEVICES={value} hides every GPU here: torch says \"No CUDA GPUs are available\"",
+            value=f"'{value}'",
+        ),
+        why=msg(
+            "The paste sets CUDA_VISIBLE_DEVICES ({line}), and CUDA then found no GPU: the variable names a "
+            "device this machine does not have (numbers start at 0), or is empty.",
+            line=cvd.text,
+        ),
+        fix=[
+            fix(msg("Remove the setting from the code or the command, or name a GPU that exists"), "nvidia-smi -L"),
+            fix(msg("On a one-GPU machine"), "export CUDA_VISIBLE_DEVICES=0"),
+        ],
+    )
+
+
+def _harmless(hits: list[PasteHit]) -> Finding:
+    names = ", ".join(dict.fromkeys(h.detail.get("warning", "?") for h in hits))
+    return HARMLESS.finding(title=msg("A harmless warning ({names}): nothing to fix in the setup", names=names))
+
+
+def _stack_works(h: PasteHit) -> Finding:
+    return STACK_WORKS.finding(
+        title=msg("The GPU ran: {line}", line=h.text),
+        tables=[Table([msg("What shows it")], [[h.detail.get("why", "")]])],
     )
 
 
@@ -583,6 +794,7 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     asks = list(dict.fromkeys(asks))[:4]
     settled = (
         any(x.severity is Severity.ERROR for x in findings)
+        or any(h.kind in _EXPLAINED_AT_RUN_TIME for h in p.hits)
         or any(x.code == "CD200" for x in findings)
         or (t is not None and t.cuda_built is False and (d is not None or macos))
     )

@@ -18,7 +18,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudadoctor.backends.paste import collect_env, env_reports, errors, nvcc, nvidia_smi, packages, text
+from cudadoctor.backends.paste import (
+    collect_env,
+    env_reports,
+    errors,
+    nvcc,
+    nvidia_smi,
+    packages,
+    prose,
+    runtime,
+    text,
+)
 from cudadoctor.backends.paste import report as cd_report
 from cudadoctor.backends.paste.model import Gpu, Partial
 from cudadoctor.facts import (
@@ -104,6 +114,16 @@ def read(raw: str) -> Paste:
             part = parse(all_lines)
             if not part.empty():
                 partials.append(part)
+    # what a program printed while it ran, then facts written by hand: the least certain, read last
+    ran = runtime.parse(all_lines, text.joined(all_lines))
+    if not ran.empty():
+        partials.append(ran)
+    written = prose.parse(all_lines)
+    if any(p.gpus or p.torch_gpus for p in partials):
+        written.torch_gpus = []  # a report's GPUs outrank a name in a sentence
+        written.hits = [h for h in written.hits if h.kind != "gpu-named"]
+    if not written.empty():
+        partials.append(written)
     formats = [p.format for p in partials[1:]]
     if partials[0].hits:
         formats.append("error text")

@@ -295,11 +295,12 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(r"Missing key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
         _simple("state-dict-prefix"),
     ),
-    (re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"), _simple("out-of-memory")),
     (re.compile(r"device-side assert triggered"), _simple("device-side-assert")),
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
     (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
     (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    (re.compile(r"invalid device ordinal"), _simple("invalid-ordinal")),
+    (re.compile(r"unspecified launch failure"), _simple("launch-failure")),
     (re.compile(r"CUDA error: unknown error"), _simple("cuda-unknown-error")),
     (
         re.compile(r"could not select device driver \"\" with capabilities: \[\[gpu\]\]"),

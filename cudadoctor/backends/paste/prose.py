@@ -1,0 +1,120 @@
+"""Facts people write by hand and the command lines they paste: "I have an RTX 3090", "torch==1.7.1+cu101",
+"Driver 570.181", `pip install torch --index-url …/cu118`, `conda install pytorch … cpuonly`,
+`os.environ["CUDA_VISIBLE_DEVICES"] = "7"`, `docker run` without `--gpus`, `singularity exec` without
+`--nv`, a WSL1 kernel ("4.4.0-19041-Microsoft").
+
+Read conservatively: a number is a driver version only next to the word driver; a GPU only when its
+name is one knowledge/gpu_names.py knows; a torch version only next to torch/pytorch or as a wheel tag
+(+cu121, +cpu). Every value keeps the line it came from.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cudadoctor.backends.paste.model import Gpu, Hit, Partial
+from cudadoctor.backends.paste.text import short, where
+
+# A GPU model as people write it: "RTX 3090", "GTX1060", "2080ti", "A100-SXM4-40GB", "Quadro P2000", "T4".
+_GPU = re.compile(
+    r"(?<![\w.])(?:NVIDIA\s+)?(?:GeForce\s+)?"
+    r"(?:(?:RTX|GTX|GT|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
+    r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|H\d{3}|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
+    r"|Quadro\s+[A-Z]{0,3}\d{3,4}|TITAN\s+(?:X[Pp]?|V|RTX|Xp|Black|Z)"
+    r"|(?<=\s)(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)(?![\w])",
+    re.I,
+)
+_GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro", re.I)
+
+_TORCH_VERSION = re.compile(
+    r"(?:\btorch|\bpytorch)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=]*\s*(?:==)?\s*v?"
+    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)\b",
+    re.I,
+)
+_WHEEL_TAG = re.compile(r"(?<![\w.])(?P<v>\d\.\d{1,2}\.\d{1,2}(?:\.dev\d+)?\+(?:cu\d{2,3}|cpu))(?![\w.])")
+_DRIVER = re.compile(
+    r"(?:driver(?:\s+version)?|NVRM version: NVIDIA UNIX \S+ Kernel Module|驱动(?:版本)?)\s*[:：=]?\s*(?:is\s+)?"
+    r"(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)\b",
+    re.I,
+)
+_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?P<variant>cu\d{2,3}|cpu|rocm[\d.]+)\b")
+_CONDA_CPU = re.compile(r"\bcpuonly\b|pytorch-mutex\S*\s+\S+\s+cpu\b|\bpytorch\S*\s+\S+\s+\S*(?:py\S*_)?cpu_\d")
+_CONDA_LIST_PYTORCH = re.compile(r"^\s*pytorch\s+(\d+\.\d+\S*)\s+(\S*cpu\S*|\S*cuda\S*)\s*(\S*)\s*$")
+_CVD = re.compile(
+    r"""(?:CUDA_VISIBLE_DEVICES['"]?\s*\]?\s*=\s*|CUDA_VISIBLE_DEVICES=|setenv\s+CUDA_VISIBLE_DEVICES\s+)"""
+    r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
+)
+_WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
+_DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
+_SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
+_IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
+
+
+def _torch(p: Partial, version: str, w: str) -> None:
+    p.set("torch_version", version, w)
+    p.set("torch_installed", True, w)
+    m = re.search(r"\+cu(\d{2,3})$", version)
+    if m:
+        d = m.group(1)
+        p.set("torch_cuda_built", True, w)
+        p.set("torch_cuda", f"{int(d[:-1])}.{d[-1]}", w)
+    elif version.endswith("+cpu"):
+        p.set("torch_cuda_built", False, w)
+
+
+def _gpu(p: Partial, line: str, w: str) -> None:
+    from cudadoctor.knowledge import gpu_names
+
+    if p.torch_gpus or not _GPU_CONTEXT.search(line):
+        return
+    for m in _GPU.finditer(line):
+        name = m.group(0).strip()
+        model = gpu_names.lookup(name) or gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", name))
+        if model is None:
+            model = gpu_names.lookup(re.sub(r"(?i)(RTX|GTX|GT|MX)\s?-?(\d)", r"\1 \2", name))
+        if model is not None:
+            p.torch_gpus.append(Gpu(index=0, name=name, capability=model.cc))
+            p.hits.append(Hit("gpu-named", short(line, 120), {"gpu": name, "cc": model.cc, "where": w}))
+            return
+
+
+def parse(all_lines: list[str]) -> Partial:
+    p = Partial("prose and command lines")
+    for n, line in enumerate(all_lines):
+        if not line.strip():
+            continue
+        w = where(n, line)
+        m = _TORCH_VERSION.search(line) or _WHEEL_TAG.search(line)
+        if m and not re.search(r"torchvision|torchaudio|torchtext", line[max(0, m.start() - 12) : m.start()], re.I):
+            _torch(p, m.group("v"), w)
+        m = _DRIVER.search(line)
+        if m and "cuda driver version" not in line.lower():
+            p.set("driver_version", m.group("v"), w)
+        m = _INDEX.search(line)
+        if m and re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
+            p.hits.append(Hit("install-index", short(line, 160), {"variant": m.group("variant"), "where": w}))
+        if re.search(r"\bconda\s+(?:install|create)\b", line) and _CONDA_CPU.search(line):
+            p.conda.setdefault("cpuonly", ("", "0"))
+            p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
+        cl = _CONDA_LIST_PYTORCH.match(line)
+        if cl:
+            p.conda.setdefault("pytorch", (cl.group(1), cl.group(2)))
+        m = _CVD.search(line)
+        if m and "CUDA_VISIBLE_DEVICES" not in p.env:
+            p.env["CUDA_VISIBLE_DEVICES"] = m.group("v").replace(" ", "")
+            p.hits.append(Hit("visible-devices-set", short(line, 160), {"value": p.env["CUDA_VISIBLE_DEVICES"]}))
+        m = _WSL1.search(line)
+        if m:
+            p.set("kernel", m.group(1), w)
+            p.set("os", "Linux", w)
+            p.hits.append(Hit("wsl1", short(line, 160), {"kernel": m.group(1)}))
+        m = _DOCKER_RUN.match(line)
+        if m and not re.search(r"--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|--device[= ]/dev/nvidia", m.group("rest")):
+            p.hits.append(Hit("container-run-no-gpus", short(line, 160), {"where": w}))
+        m = _SINGULARITY.match(line)
+        if m and not re.search(r"--nv\b|--nvccli\b", m.group("rest")):
+            p.hits.append(Hit("singularity-no-nv", short(line, 160), {"where": w}))
+        if _IN_CONTAINER.search(line):
+            p.set("in_container", True, w)
+        _gpu(p, line, w)
+    return p
