@@ -227,6 +227,13 @@ def evaluate(f: Facts) -> list[Finding]:
     plan = any(h.detail.get("warning") == "cudnn-plan" for h in kinds.get("harmless-warning", []))
     if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error) and not plan:
         out.append(_cudnn_status(kinds["cudnn-status"][0]))
+    out += _checkpoints(kinds)
+    if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:
+        if "not-compiled-with-cuda" not in kinds and not _cpu_only_decided(f):
+            out.append(_cpu_torch_wanted(f, kinds["cuda-wanted"][0]))
+    conda = _conda_cpu(f, kinds)
+    if conda is not None:
+        out.append(conda)
     if "gpu-ran" in kinds and not any(x.severity is Severity.ERROR for x in out):
         out.append(_stack_works(kinds["gpu-ran"][0]))
     return out
@@ -400,6 +407,25 @@ def _cannot_open(f: Facts, h: PasteHit) -> Finding | None:
 
 def _windows_dll(f: Facts, h: PasteHit) -> Finding:
     dll = h.detail.get("library", "a DLL")
+    if h.detail.get("code") == "1455":
+        return WINDOWS_DLL.finding(
+            title=msg(
+                "Windows ran out of paging file loading {dll} (WinError 1455)", dll=dll.split(chr(92))[-1]
+            ),
+            why=msg(
+                "WinError 1455 means the paging file is too small to map the DLL: torch's CUDA DLLs are large, "
+                "and each DataLoader worker process maps them again. GPU memory is not the cause."
+            ),
+            fix=[
+                fix(
+                    msg("Let Windows size the paging file (System > Advanced > Performance > Virtual memory), or "
+                        "enlarge it, then restart"),
+                    "SystemPropertiesPerformance.exe",
+                ),
+                fix(msg("Or start fewer DataLoader workers"), "DataLoader(dataset, num_workers=2)"),
+            ],
+            tables=[Table(["Windows said"], [[h.text]])],
+        )
     return WINDOWS_DLL.finding(
         title=f"Windows cannot load {dll.split(chr(92))[-1]}",
         fix=[
@@ -469,6 +495,7 @@ _EXPLAINED_AT_RUN_TIME = (
     "launch-failure",
     "device-mismatch",
     "torch-attribute-typo",
+    "kv-cache-too-small",
     "harmless-warning",
     "gpu-ran",
 )
@@ -507,6 +534,12 @@ def _runtime_fix(h: PasteHit) -> Fix:
         return fix(
             msg("A bug in the code: move every tensor and module to the same device"),
             "x = x.to(device)  # and model.to(device), before the forward pass",
+        )
+    if k == "kv-cache-too-small":
+        return fix(
+            msg("The model's context does not fit the KV cache: lower max_model_len, or give vLLM more memory"),
+            "vllm serve MODEL --max-model-len 8192",
+            "vllm serve MODEL --gpu-memory-utilization 0.95",
         )
     if k == "torch-attribute-typo":
         return fix(msg("A typo in the code: the function is torch.cuda.is_available()"), "torch.cuda.is_available()")
@@ -737,6 +770,122 @@ def _cudnn_status(h: PasteHit) -> Finding:
             ),
             fix("See whether it is memory", "nvidia-smi"),
             fix("Check cuDNN as torch sees it", 'python -c "import torch; print(torch.backends.cudnn.version())"'),
+        ],
+    )
+
+
+def _checkpoints(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """Checkpoint errors whose text names the cause; the codes are `cudadoctor ckpt`'s."""
+    from cudadoctor.rules import ckpt
+
+    out = []
+    if "ckpt-lfs-pointer" in kinds:
+        out.append(
+            ckpt.LFS_POINTER.finding(
+                title=msg(
+                    "The checkpoint is a Git LFS pointer, not the weights: {error}", error=kinds["ckpt-lfs-pointer"][0].text
+                ),
+                fix=[
+                    fix(msg("Fetch the real files with Git LFS"), "git lfs install", "git lfs pull"),
+                    fix(msg("See what the file is (a pointer is about 130 bytes of text)"), "head -c 200 FILE"),
+                ],
+            )
+        )
+    elif "ckpt-header-too-large" in kinds:
+        out.append(
+            ckpt.HEADER_TOO_LARGE.finding(
+                fix=[
+                    fix(msg("See what the file is: a Git LFS pointer or an HTML page is text"), "head -c 200 FILE"),
+                    fix(msg("Fetch the real files with Git LFS, or download the file again"), "git lfs pull"),
+                ]
+            )
+        )
+    if "ckpt-weights-only" in kinds:
+        h = kinds["ckpt-weights-only"][0]
+        name = h.detail.get("global")
+        out.append(
+            ckpt.UNSAFE_GLOBALS.finding(
+                title=msg(
+                    "torch.load(weights_only=True) refuses {name} in this checkpoint", name=name or msg("a global")
+                ),
+                fix=[
+                    fix(
+                        msg("If the file is trusted: allow exactly that global"),
+                        "import torch.serialization",
+                        f"torch.serialization.add_safe_globals([{name or 'GLOBAL'}])  # import it first",
+                    ),
+                    fix(msg("Or, for a file you trust, load it the old way"), "torch.load(path, weights_only=False)"),
+                ],
+            )
+        )
+    if "ckpt-shape-mismatch" in kinds:
+        h = kinds["ckpt-shape-mismatch"][0]
+        out.append(
+            ckpt.SHAPES.finding(
+                title=msg(
+                    "{key}: the checkpoint has shape {saved}, the model {model}: a different model configuration",
+                    key=h.detail.get("key", "?"),
+                    saved=h.detail.get("saved", "?"),
+                    model=h.detail.get("model", "?"),
+                ),
+                fix=[
+                    fix(
+                        msg("Build the model as the checkpoint was trained (e.g. its number of classes)"),
+                        "model = Net(num_classes=N)  # N: the checkpoint's first dimension",
+                    ),
+                    fix(
+                        msg("Or load the rest and replace the layer that differs"),
+                        "model.load_state_dict({k: v for k, v in sd.items() if not k.startswith('fc.')}, strict=False)",
+                    ),
+                ],
+            )
+        )
+    return out
+
+
+def _cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_build import CPU_ONLY
+
+    version = f.torch.version if f.torch is not None else None
+    return CPU_ONLY.finding(
+        title=msg(
+            "torch {version} is a CPU-only build, but the program asks for CUDA: {error}",
+            version=version or "",
+            error=h.text,
+        ),
+        fix=[
+            fix(
+                msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
+                "python -m pip uninstall -y torch",
+                _torch_install(dataclasses.replace(f, torch=None)),
+            )
+        ],
+    )
+
+
+def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
+    """conda chose pytorch's CPU build: the plan or list shows it, or a conda install was followed by
+    is_available() False with nothing else to explain it."""
+    from cudadoctor.rules.libraries import CONDA_CPU
+
+    if "conda-cpu" in kinds:
+        h, sure = kinds["conda-cpu"][0], True
+    elif "conda-install" in kinds and f.torch is not None and f.torch.is_available is False and f.torch.cuda_built is not True:
+        h, sure = kinds["conda-install"][0], False
+    else:
+        return None
+    return CONDA_CPU.finding(
+        title=msg("conda chose pytorch's CPU build: {line}", line=h.text)
+        if sure
+        else msg("conda likely chose pytorch's CPU build (is_available() is False after: {line})", line=h.text),
+        fix=[
+            fix(msg("See which build conda installed (a cpu build string, or cpuonly / pytorch-mutex cpu)"),
+                "conda list | grep -E 'pytorch|cpuonly|mutex'"),
+            fix(
+                msg("Install torch from PyTorch's CUDA wheels instead (in this env)"),
+                "conda remove -y pytorch cpuonly",
+                "python -m pip install torch --index-url https://download.pytorch.org/whl/cu126",
+            ),
         ],
     )
 

@@ -268,7 +268,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"undefined symbol: (?P<sym>[A-Za-z_][\w@.]*)"), _undefined_symbol),
     (re.compile(_SO + r": cannot open shared object file"), _cannot_open),
-    (re.compile(r"\[WinError (?:126|127|193|1114)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""), _win_dll),
+    (re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""), _win_dll),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
     (re.compile(r"No module named '?torch'?(?![\w.])"), _no_torch),
@@ -287,6 +287,29 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _deserialize,
     ),
+    # checkpoints: pickle's own error on a Git LFS pointer ("version https://git-lfs…" starts with v),
+    # safetensors' HeaderTooLarge, torch.load's weights_only refusal (2.4+) and the global it names,
+    # load_state_dict's shape and key errors (module.py, every wording since 0.3)
+    (re.compile(r"invalid load key, '(?P<key>v)'"), _simple("ckpt-lfs-pointer")),
+    (re.compile(r"version https://git-lfs\.github\.com/spec"), _simple("ckpt-lfs-pointer")),
+    (re.compile(r"HeaderTooLarge"), _simple("ckpt-header-too-large")),
+    (
+        re.compile(
+            r"Weights only load failed[^\n]{0,400}?(?:Unsupported global: GLOBAL (?P<global>[\w.]+)|$)", re.M
+        ),
+        _simple("ckpt-weights-only"),
+    ),
+    (
+        re.compile(
+            r"size mismatch for (?P<key>[\w.]+): copying a param with shape torch\.Size\((?P<saved>\[[\d, ]*\])\) "
+            r"from checkpoint, the shape in current model is torch\.Size\((?P<model>\[[\d, ]*\])\)"
+        ),
+        _simple("ckpt-shape-mismatch"),
+    ),
+    (
+        re.compile(r"(?:unexpected|missing) keys? \"(?P<prefix>module\.|_orig_mod\.)[\w.]+\" in state_dict", re.I),
+        _simple("state-dict-prefix"),
+    ),
     (
         re.compile(r"Unexpected key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
         _simple("state-dict-prefix"),
@@ -299,6 +322,14 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
     (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
     (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    # a program that asked for CUDA from a torch that has none (Ultralytics, xFormers)
+    (re.compile(r"Invalid CUDA '?device=[\w,]+'? requested"), _simple("cuda-wanted")),
+    (re.compile(r"xFormers was built for:?\s*PyTorch \S+\+cu\d+"), _simple("cuda-wanted")),
+    # vLLM: the model's context does not fit the KV cache the GPU's memory leaves
+    (
+        re.compile(r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache"),
+        _simple("kv-cache-too-small"),
+    ),
     (re.compile(r"invalid device ordinal"), _simple("invalid-ordinal")),
     (re.compile(r"unspecified launch failure"), _simple("launch-failure")),
     (re.compile(r"CUDA error: unknown error"), _simple("cuda-unknown-error")),

@@ -27,7 +27,7 @@ _GPU = re.compile(
 _GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro", re.I)
 
 _TORCH_VERSION = re.compile(
-    r"(?:\btorch|\bpytorch)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=]*\s*(?:==)?\s*v?"
+    r"(?:\btorch|\bpytorch|\(you have)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=-]*\s*(?:==)?\s*v?"
     r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)\b",
     re.I,
 )
@@ -43,6 +43,9 @@ _CONDA_LIST_PYTORCH = re.compile(r"^\s*pytorch\s+(\d+\.\d+\S*)\s+(\S*cpu\S*|\S*c
 _CVD = re.compile(
     r"""(?:CUDA_VISIBLE_DEVICES['"]?\s*\]?\s*=\s*|CUDA_VISIBLE_DEVICES=|setenv\s+CUDA_VISIBLE_DEVICES\s+)"""
     r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
+)
+_AVAILABLE = re.compile(
+    r"is_available\(\)[`*\s]*(?:returns?|shows?|gives?|is|=|:|->|返回为?|为|就是|結果)?\s*[`*]*\s*(?P<v>True|False)\b", re.I
 )
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
@@ -93,12 +96,18 @@ def parse(all_lines: list[str]) -> Partial:
         m = _INDEX.search(line)
         if m and re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
             p.hits.append(Hit("install-index", short(line, 160), {"variant": m.group("variant"), "where": w}))
-        if re.search(r"\bconda\s+(?:install|create)\b", line) and _CONDA_CPU.search(line):
-            p.conda.setdefault("cpuonly", ("", "0"))
+        if _CONDA_CPU.search(line) or re.search(r"::cpu-only-|[-_]cpu_\d\b|\+cpu-py", line):
             p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
+        elif re.search(r"\bconda\s+(?:install|create)\b.*\b(?:pytorch|torch|vak)\b", line):
+            p.hits.append(Hit("conda-install", short(line, 160), {"where": w}))
+        m = _AVAILABLE.search(line)
+        if m:
+            p.set("torch_available", m.group("v").lower() in ("true", "返回为true"), w)
         cl = _CONDA_LIST_PYTORCH.match(line)
         if cl:
             p.conda.setdefault("pytorch", (cl.group(1), cl.group(2)))
+            if "cpu" in cl.group(2):
+                p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
         m = _CVD.search(line)
         if m and "CUDA_VISIBLE_DEVICES" not in p.env:
             p.env["CUDA_VISIBLE_DEVICES"] = m.group("v").replace(" ", "")

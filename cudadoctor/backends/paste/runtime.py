@@ -109,6 +109,7 @@ _HARMLESS = [
 # Lines that show a CUDA device in use: a launcher's own log, a printed device.
 _RAN = [
     re.compile(r"^\s*Device: cuda:(\d+) (?P<name>.+?)(?: : \w+)?\s*$"),  # ComfyUI
+    re.compile(r"\bCUDA:\d+ \((?:NVIDIA )?[^,()]+, \d+ ?MiB\)"),  # Ultralytics' banner
     re.compile(r"Using device:? cuda(?::\d+)?\b|device\s*=\s*cuda:\d+\b|CUDA device ?0[:：]?\s*\S", re.I),
 ]
 
