@@ -51,7 +51,9 @@ def diagnose(paste: Paste) -> Report:
     from cudadoctor.rules import evaluate
 
     outcomes, expected = outcomes_for(paste.facts)
-    findings = evaluate(paste.facts, outcomes)
+    from cudadoctor.rules.paste import overruled
+
+    findings = overruled(paste.facts, evaluate(paste.facts, outcomes))
     # a paste that cannot settle whether torch can use the GPU gets no verdict but "not enough to tell"
     ask = next((x for x in findings if x.code == "CD901" and x.severity is Severity.WARNING), None)
     undecided = None

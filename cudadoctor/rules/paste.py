@@ -228,6 +228,9 @@ def evaluate(f: Facts) -> list[Finding]:
     if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error) and not plan:
         out.append(_cudnn_status(kinds["cudnn-status"][0]))
     out += _checkpoints(kinds)
+    out += _arch_beyond_cuda(f)
+    if "arch-not-in-build" in kinds:
+        out.append(_torch_says_no_kernels(f, kinds["arch-not-in-build"][0]))
     if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:
         if "not-compiled-with-cuda" not in kinds and not _cpu_only_decided(f):
             out.append(_cpu_torch_wanted(f, kinds["cuda-wanted"][0]))
@@ -555,7 +558,8 @@ def _size(detail: dict[str, str], key: str) -> int | None:
 
 def oom_cause(detail: dict[str, str]) -> str | None:
     """What the numbers in torch's OOM message say: "fragmentation" (memory reserved by PyTorch but
-    unallocated would have held the request), "others" (memory outside this process), "too-big" (the
+    unallocated would have held the request), "fits-free" (the GPU had twice the request free),
+    "others" (memory outside this process), "too-big" (the
     request alone exceeds the GPU), "does-not-fit" (the job needs more than the GPU has); None when the
     message carries no numbers."""
     total, free, tried = _size(detail, "total"), _size(detail, "free"), _size(detail, "tried")
@@ -572,6 +576,8 @@ def oom_cause(detail: dict[str, str]) -> str | None:
         others = max(others or 0, total - free - this)
     if others is not None and others > total // 4:
         return "others"
+    if tried is not None and free is not None and tried < free // 2 and "expandable" not in detail:
+        return "fits-free"  # the driver had the memory: fragmented, or capped for this process
     if reserved is not None and allocated is not None and tried is not None:
         if reserved - allocated >= tried and reserved - allocated > total // 20 and "expandable" not in detail:
             return "fragmentation"
@@ -608,6 +614,12 @@ def _oom_title(h: PasteHit) -> Message:
             unused=_gib((reserved or 0) - (allocated or 0)),
             tried=_gib(tried),
         )
+    if cause == "fits-free":
+        return msg(
+            "Out of memory although {free} is free and {tried} was asked: the memory is fragmented or capped",
+            free=_gib(free),
+            tried=_gib(tried),
+        )
     if cause == "does-not-fit":
         return msg(
             "Out of memory: the job needs more than the GPU's {total} ({tried} more was asked, {free} free)",
@@ -620,7 +632,7 @@ def _oom_title(h: PasteHit) -> Message:
 
 def _oom_fix(h: PasteHit) -> Fix:
     cause = oom_cause(h.detail)
-    if cause == "fragmentation":
+    if cause in ("fragmentation", "fits-free"):
         return fix(
             msg("Let the allocator grow segments instead of fragmenting (then run again)"),
             "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
@@ -888,6 +900,101 @@ def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
             ),
         ],
     )
+
+
+# The first CUDA whose nvcc compiles for each architecture (LLVM clang/lib/Basic/Cuda.cpp,
+# MinVersionForOffloadArch; CUDA release notes): a torch built with an older CUDA has no kernels for it.
+_FIRST_CUDA = {
+    (7, 0): (9, 0),
+    (7, 5): (10, 0),
+    (8, 0): (11, 0),
+    (8, 6): (11, 1),
+    (8, 7): (11, 4),
+    (8, 9): (11, 8),
+    (9, 0): (11, 8),
+    (10, 0): (12, 8),
+    (12, 0): (12, 8),
+}
+
+
+def _gpus_with_cc(f: Facts) -> list[tuple[str, str]]:
+    from cudadoctor.advice.install import gpu_capabilities
+
+    return list(dict.fromkeys(gpu_capabilities(f)))
+
+
+def _arch_beyond_cuda(f: Facts) -> list[Finding]:
+    """A GPU newer than every architecture the torch build's CUDA can compile for: certain from the
+    CUDA version alone, where the build's own arch list is not in the paste or the tables."""
+    from cudadoctor.rules.torch_build import ARCH_UNSUPPORTED
+
+    t = f.torch
+    if t is None or not t.cuda or t.arch_flags or wheels.official_arch_flags(t.version, None):
+        return []
+    have = parse_version(t.cuda)
+    if not have or len(have) < 2:
+        return []
+    out = []
+    for name, cc in _gpus_with_cc(f):
+        key = tuple(int(x) for x in cc.split("."))
+        first = _FIRST_CUDA.get(key)  # type: ignore[arg-type]
+        if first is None or tuple(have[:2]) >= first:
+            continue
+        need = f"{first[0]}.{first[1]}"
+        out.append(
+            ARCH_UNSUPPORTED.finding(
+                title=msg(
+                    "torch {version} is built with CUDA {cuda}, which cannot compile for {gpu} (sm_{sm}): it "
+                    "has no kernels for it",
+                    version=t.version or "",
+                    cuda=t.cuda,
+                    gpu=name,
+                    sm=cc.replace(".", ""),
+                ),
+                why=msg(
+                    "{page} CUDA compiles for compute capability {cc} from CUDA {need} on; a build with CUDA "
+                    "{cuda} cannot contain its kernels. Install a torch built with CUDA {need} or newer.",
+                    page=msg(ARCH_UNSUPPORTED.explanation),
+                    cc=cc,
+                    need=need,
+                    cuda=t.cuda,
+                ),
+                fix=_advice_fix(f, "Install a build compiled for this GPU")
+                or [fix(msg("Install a torch built with CUDA {need} or newer", need=need), _torch_install(
+                    dataclasses.replace(f, torch=None)))],
+            )
+        )
+    return out
+
+
+def _torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
+    """torch's own warning ("sm_86 is not compatible with the current PyTorch installation") is its
+    verdict on its build: it outranks an estimate from the tables (a PTX JIT that torch itself rejects)."""
+    from cudadoctor.rules.torch_build import ARCH_UNSUPPORTED
+
+    gpu, cc = h.detail.get("gpu") or "the GPU", h.detail.get("cc", "?")
+    return ARCH_UNSUPPORTED.finding(
+        title=msg("torch says {gpu} (sm_{sm}) is not compatible with this build: it has no kernels for it",
+                  gpu=gpu, sm=cc.replace(".", "")),
+        why=msg(
+            "{page} torch lists what it was built for: {flags}.",
+            page=msg(ARCH_UNSUPPORTED.explanation),
+            flags=h.detail.get("flags", ""),
+        ),
+        fix=_advice_fix(f, "Install a build compiled for this GPU")
+        or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), _torch_install(
+            dataclasses.replace(f, torch=None)))],
+        tables=[Table(["torch said"], [[h.text]])],
+    )
+
+
+def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
+    """What the paste's own texts settle against the tables: torch's "not compatible" warning is its
+    verdict on a GPU, so the tables' "runs only through PTX JIT" (CD217) for it goes."""
+    p = f.paste
+    if p is None or not any(h.kind == "arch-not-in-build" for h in p.hits):
+        return findings
+    return [x for x in findings if x.code != "CD217"]
 
 
 # --- what to ask for -------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ What counts:
   finding and its verdict is the stack is fine or a run-time problem (exit 0: status healthy, or
   warnings that are not set-up problems); "not enough to tell" (exit 3) is not right.
 - A **false alarm** is an error-severity finding whose code is not among the post's expected codes
-  (counted once per post).
+  (counted once per post). One exception, by the report's own marking: a finding whose ``cause`` is
+  an expected code ("Follows from CD112: fix that first", JSON ``cause: "CD112"``) states the
+  thread's cause, so it is neither a contradiction nor a false alarm.
 
 The floors below are what triage reaches now: the score may rise, never fall.
 """
@@ -46,7 +48,8 @@ def judge(entry: dict[str, Any], code: int, data: dict[str, Any]) -> tuple[bool,
     """(right, codes of false alarms) for one post, as the module docstring defines them."""
     found = {f["code"]: f["severity"] for f in data.get("findings", [])}
     expected = set(entry["expected_codes"])
-    errors = {c for c, s in found.items() if s == "error"}
+    follows = {f["code"] for f in data.get("findings", []) if f.get("cause") in expected}
+    errors = {c for c, s in found.items() if s == "error"} - follows
     alarms = sorted(errors - expected)
     if entry["healthy"]:
         return code == 0 and not errors, alarms

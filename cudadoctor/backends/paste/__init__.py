@@ -42,6 +42,7 @@ from cudadoctor.facts import (
     TorchFacts,
 )
 from cudadoctor.facts.paste import PasteFacts, PasteHit, PasteSeen
+from cudadoctor.facts.platform import PlatformFacts, WslFacts
 from cudadoctor.knowledge.secrets import mask_secrets, mask_value
 
 # How each key is named in the "found in the paste" table.
@@ -183,7 +184,16 @@ def _merge(partials: list[Partial]) -> Facts:
         ToolkitFacts(nvcc_path="nvcc", nvcc_version=values["nvcc_version"]) if "nvcc_version" in values else None
     )
     facts.torch = _torch(values, torch_gpus, pkgs, paste)
+    facts.platform = _platform(paste)
     return facts
+
+
+def _platform(paste: PasteFacts) -> PlatformFacts | None:
+    """WSL1, and a Linux driver installed inside WSL, as the paste shows them."""
+    if not any(h.kind == "wsl1" for h in paste.hits):
+        return None
+    drivers = [h.detail["package"] for h in paste.hits if h.kind == "linux-driver-install" and "package" in h.detail]
+    return PlatformFacts(wsl=WslFacts(version=1, linux_driver_packages=drivers or None))
 
 
 def _derive(values: dict[str, Any], pkgs: dict[str, str], conda: dict[str, tuple[str, str]], paste: PasteFacts) -> None:

@@ -47,6 +47,8 @@ _CVD = re.compile(
 _AVAILABLE = re.compile(
     r"is_available\(\)[`*\s]*(?:returns?|shows?|gives?|is|=|:|->|返回为?|为|就是|結果)?\s*[`*]*\s*(?P<v>True|False)\b", re.I
 )
+_WINVER = re.compile(r"Microsoft Windows \[(?:Version|版本)\s+10\.0\.(\d{5})")
+_LINUX_DRIVER_INSTALL = re.compile(r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)")
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
@@ -117,6 +119,12 @@ def parse(all_lines: list[str]) -> Partial:
             p.set("kernel", m.group(1), w)
             p.set("os", "Linux", w)
             p.hits.append(Hit("wsl1", short(line, 160), {"kernel": m.group(1)}))
+        m = _WINVER.search(line)
+        if m:
+            p.hits.append(Hit("windows-build", short(line, 160), {"build": m.group(1), "where": w}))
+        m = _LINUX_DRIVER_INSTALL.search(line)
+        if m:
+            p.hits.append(Hit("linux-driver-install", short(line, 160), {"package": m.group(1), "where": w}))
         m = _DOCKER_RUN.match(line)
         if m and not re.search(r"--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|--device[= ]/dev/nvidia", m.group("rest")):
             p.hits.append(Hit("container-run-no-gpus", short(line, 160), {"where": w}))
@@ -126,4 +134,16 @@ def parse(all_lines: list[str]) -> Partial:
         if _IN_CONTAINER.search(line):
             p.set("in_container", True, w)
         _gpu(p, line, w)
+    _wsl(p, all_lines)
     return p
+
+
+def _wsl(p: Partial, all_lines: list[str]) -> None:
+    """WSL1 from a paste: its kernel ("4.4.0-19041-Microsoft"), or WSL on a Windows build older than
+    18362, which has no WSL2 at all."""
+    builds = [int(h.detail["build"]) for h in p.hits if h.kind == "windows-build"]
+    wsl_named = any(re.search(r"\bWSL\b|Subsystem for Linux|Ubuntu app", line) for line in all_lines)
+    if not any(h.kind == "wsl1" for h in p.hits) and builds and builds[0] < 18362 and wsl_named:
+        line = next(h.text for h in p.hits if h.kind == "windows-build")
+        p.hits.append(Hit("wsl1", line, {"build": str(builds[0])}))
+        p.set("os", "Linux", "")
