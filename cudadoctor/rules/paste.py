@@ -193,8 +193,14 @@ def evaluate(f: Facts) -> list[Finding]:
     kinds: dict[str, list[PasteHit]] = {}
     for h in p.hits:
         kinds.setdefault(h.kind, []).append(h)
-    if "driver-too-old" in kinds and not _driver_facts_decide(f):
-        out.append(_driver_too_old(f, kinds["driver-too-old"][0]))
+    too_old = kinds.get("driver-too-old", [])
+    # inside a container, CUDA's "driver version is insufficient" without torch's found version also
+    # means no driver reached the process at all (a `docker build` RUN step, a container without GPUs)
+    unsure = bool(too_old) and "found" not in too_old[0].detail and "container-context" in kinds
+    if too_old and unsure:
+        out.append(_container_without_driver(kinds["container-context"][0], too_old[0]))
+    elif too_old and not _driver_facts_decide(f):
+        out.append(_driver_too_old(f, too_old[0]))
     if "gpu-too-old" in kinds and not (f.torch and f.torch.arch_flags):
         out.append(_gpu_too_old(f, kinds["gpu-too-old"][0]))
     for h in kinds.get("undefined-symbol", [])[:1]:
@@ -219,7 +225,16 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(_harmless(kinds["harmless-warning"]))
     container = kinds.get("docker-no-gpu-runtime", []) + kinds.get("nvidia-container-cli", [])
     if container:
-        out.append(_container(container[0]))
+        out.append(_container(container[0], snap="docker-snap" in kinds))
+    no_gpu_seen = any(k in kinds for k in ("no-cuda-gpus", "no-driver", "nvidia-smi-not-found")) or bool(
+        f.torch and f.torch.is_available is False and f.torch.cuda_built is not False
+    )
+    if "singularity-no-nv" in kinds and no_gpu_seen:
+        out.append(_singularity_no_nv(kinds["singularity-no-nv"][0]))
+    elif "container-run-no-gpus" in kinds and no_gpu_seen and not container:
+        out.append(_docker_run_no_gpus(kinds["container-run-no-gpus"][0]))
+    if "shm-too-small" in kinds:
+        out.append(_shm(kinds["shm-too-small"][0]))
     if "no-driver" in kinds and not (f.driver and f.driver.init_status == "LIBRARY_NOT_FOUND"):
         out.append(_no_driver(f, kinds["no-driver"][0]))
     if "not-compiled-with-cuda" in kinds and not _cpu_only_decided(f):
@@ -720,11 +735,86 @@ def _stack_works(h: PasteHit) -> Finding:
     )
 
 
-def _container(h: PasteHit) -> Finding:
+def _container(h: PasteHit, snap: bool = False) -> Finding:
+    from cudadoctor.rules.driver import CONTAINER_FIX
+
+    fixes = list(CONTAINER_FIX)
+    if snap:
+        fixes.insert(
+            0,
+            fix(
+                msg("Docker from snap cannot load the host's NVIDIA libraries: use Docker's own packages"),
+                "sudo snap remove docker",
+                "curl -fsSL https://get.docker.com | sh",
+            ),
+        )
+    return CONTAINER.finding(
+        title=msg("The container runtime could not give the container a GPU: {error}", error=h.text), fix=fixes
+    )
+
+
+def _container_without_driver(ctx: PasteHit, h: PasteHit) -> Finding:
+    from cudadoctor.rules.driver import CONTAINER_FIX
+
+    cuda = ctx.detail.get("cuda")
+    return CONTAINER.finding(
+        title=msg("Inside a container CUDA found no usable driver: {error}", error=h.text),
+        why=msg(
+            "In a container the driver comes from the host, mounted when the container starts with its GPUs. "
+            "Where it is missing (a `docker build` RUN step, a container started without --gpus) CUDA "
+            "reports \"driver version is insufficient\". The other cause is a host driver older than the "
+            "image's CUDA{cuda}: nvidia-smi on the host tells them apart.",
+            cuda=f" ({cuda})" if cuda else "",
+        ),
+        fix=[
+            fix(
+                msg("Use the GPU when the container runs (CMD/ENTRYPOINT), never in a RUN step of the build"),
+                "docker run --gpus all --rm IMAGE nvidia-smi",
+            ),
+            *CONTAINER_FIX[1:2],
+            fix(msg("On the host: the newest CUDA the driver supports, to compare with the image's"), "nvidia-smi"),
+        ],
+    )
+
+
+def _singularity_no_nv(h: PasteHit) -> Finding:
+    return NO_DRIVER.finding(
+        title=msg("The container was started without --nv: no NVIDIA driver inside it ({line})", line=h.text),
+        why=msg(
+            "Singularity and Apptainer map the host's NVIDIA driver and devices into a container only with "
+            "--nv; without it, CUDA inside sees no GPU."
+        ),
+        fix=[fix(msg("Start it with --nv"), "singularity shell --nv IMAGE.sif", "apptainer exec --nv IMAGE.sif nvidia-smi")],
+    )
+
+
+def _docker_run_no_gpus(h: PasteHit) -> Finding:
     from cudadoctor.rules.driver import CONTAINER_FIX
 
     return CONTAINER.finding(
-        title=f"The container runtime could not give the container a GPU: {h.text}", fix=CONTAINER_FIX
+        title=msg("The container was started without --gpus: it has no GPU ({line})", line=h.text),
+        why=msg(
+            "Docker passes GPUs into a container only when asked (--gpus all, with the NVIDIA Container "
+            "Toolkit on the host); without it there is no driver and no GPU inside, whatever the image holds."
+        ),
+        fix=CONTAINER_FIX[:2],
+    )
+
+
+def _shm(h: PasteHit) -> Finding:
+    from cudadoctor.rules.system import SMALL_SHM
+
+    return SMALL_SHM.finding(
+        title=msg("Shared memory ran out: {error}", error=h.text),
+        why=msg(
+            "DataLoader workers and NCCL pass data through /dev/shm. Docker gives a container 64 MB of it "
+            "unless told otherwise, too little for either."
+        ),
+        fix=[
+            fix(msg("Start the container with more shared memory"), "docker run --shm-size=8g --gpus all IMAGE"),
+            fix(msg("Or share the host's"), "docker run --ipc=host --gpus all IMAGE"),
+            fix(msg("See how much there is"), "df -h /dev/shm"),
+        ],
     )
 
 
@@ -1022,7 +1112,14 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     if t is None or t.installed is None or (t.installed and t.cuda_built is None):
         asks.append(("the torch build, whether CUDA is available, the OS, GPUs and driver", _CE))
     macos = f.system is not None and f.system.os == "Darwin"  # no NVIDIA driver exists for it: nothing to ask
-    if d is None and not macos:
+    if any(h.kind == "nvidia-smi-not-found" for h in p.hits):
+        asks.append(
+            (
+                "whether a driver is installed on the host; a container needs the GPUs passed in",
+                "nvidia-smi  # on the host; in Docker: docker run --gpus all IMAGE nvidia-smi",
+            )
+        )
+    elif d is None and not macos:
         asks.append(("the driver, the newest CUDA it supports, and every GPU", _SMI))
     elif d is not None and d.init_status == "ok" and d.cuda_driver_version is None and t is not None and t.cuda_built:
         asks.append(('the newest CUDA the driver supports (the "CUDA Version" in its header)', _SMI))

@@ -139,6 +139,8 @@ def _undefined_symbol(p: Partial, m: re.Match[str]) -> None:
 
 def _cannot_open(p: Partial, m: re.Match[str]) -> None:
     lib = m.group("lib")
+    if "nvidia-container-cli" in m.string[max(0, m.start() - 160) : m.start()]:
+        return  # the container hook on the host failed to load it: nvidia-container-cli's error says so
     p.hits.append(Hit("cannot-open-library", short(m.group(0)), {"library": lib}))
     if lib.startswith("libnvidia-ml"):
         p.set("nvml_status", "LIBRARY_NOT_FOUND", _W)
@@ -322,6 +324,16 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
     (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
     (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    # Lightning: "You requested GPUs: [0]\n But your machine only has: []"
+    (re.compile(r"You requested GPUs: \[[\d, ]+\]\s*But your machine only has: \[\]"), _simple("no-cuda-gpus")),
+    # shared memory: torch's DataLoader (torch/utils/data/_utils) and NCCL's shm transport
+    (
+        re.compile(
+            r"dataloader's workers are out of shared memory|insufficient shared memory \(shm\)"
+            r"|NCCL WARN Error while creating shared memory segment|NCCL WARN Call to posix_fallocate failed"
+        ),
+        _simple("shm-too-small"),
+    ),
     # a program that asked for CUDA from a torch that has none (Ultralytics, xFormers)
     (re.compile(r"Invalid CUDA '?device=[\w,]+'? requested"), _simple("cuda-wanted")),
     (re.compile(r"xFormers was built for:?\s*PyTorch \S+\+cu\d+"), _simple("cuda-wanted")),

@@ -49,6 +49,13 @@ _AVAILABLE = re.compile(
 )
 _WINVER = re.compile(r"Microsoft Windows \[(?:Version|版本)\s+10\.0\.(\d{5})")
 _LINUX_DRIVER_INSTALL = re.compile(r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)")
+_CONTAINER_CONTEXT = re.compile(
+    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose)\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
+    r"|\bsingularity\s+(?:exec|run|shell|build)\b|\bapptainer\b|\bpodman\s+run\b"
+)
+_IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
+_SNAP_DOCKER = re.compile(r"\bsnap\s+install\s+docker\b")
+_NO_SMI = re.compile(r"nvidia-smi[`'\"]?:?\s*(?:命令)?\s*(?:command not found|not found|未找到|找不到)|nvidia-smi\S*\s*命令返回错误\s*command not found", re.I)
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
@@ -125,6 +132,14 @@ def parse(all_lines: list[str]) -> Partial:
         m = _LINUX_DRIVER_INSTALL.search(line)
         if m:
             p.hits.append(Hit("linux-driver-install", short(line, 160), {"package": m.group(1), "where": w}))
+        if _CONTAINER_CONTEXT.search(line):
+            m = _IMAGE_CUDA.search(line)
+            detail = {"where": w, **({"cuda": m.group(1) or m.group(2)} if m else {})}
+            p.hits.append(Hit("container-context", short(line, 160), detail))
+        if _SNAP_DOCKER.search(line):
+            p.hits.append(Hit("docker-snap", short(line, 160), {"where": w}))
+        if _NO_SMI.search(line) or ("nvidia-smi" in line and "command not found" in line):
+            p.hits.append(Hit("nvidia-smi-not-found", short(line, 160), {"where": w}))
         m = _DOCKER_RUN.match(line)
         if m and not re.search(r"--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|--device[= ]/dev/nvidia", m.group("rest")):
             p.hits.append(Hit("container-run-no-gpus", short(line, 160), {"where": w}))
