@@ -196,7 +196,8 @@ def evaluate(f: Facts) -> list[Finding]:
     too_old = kinds.get("driver-too-old", [])
     # inside a container, CUDA's "driver version is insufficient" without torch's found version also
     # means no driver reached the process at all (a `docker build` RUN step, a container without GPUs)
-    unsure = bool(too_old) and "found" not in too_old[0].detail and "container-context" in kinds
+    reached = "container-ran-smi" in kinds and bool(f.driver and f.driver.driver_version)
+    unsure = bool(too_old) and "found" not in too_old[0].detail and "container-context" in kinds and not reached
     if too_old and unsure:
         out.append(_container_without_driver(kinds["container-context"][0], too_old[0]))
     elif too_old and not _driver_facts_decide(f):

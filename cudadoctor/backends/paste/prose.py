@@ -136,6 +136,8 @@ def parse(all_lines: list[str]) -> Partial:
             m = _IMAGE_CUDA.search(line)
             detail = {"where": w, **({"cuda": m.group(1) or m.group(2)} if m else {})}
             p.hits.append(Hit("container-context", short(line, 160), detail))
+            if re.search(r"\bnvidia-smi\b", line):  # the driver reached a container: its banner follows
+                p.hits.append(Hit("container-ran-smi", short(line, 160), {"where": w}))
         if _SNAP_DOCKER.search(line):
             p.hits.append(Hit("docker-snap", short(line, 160), {"where": w}))
         if _NO_SMI.search(line) or ("nvidia-smi" in line and "command not found" in line):
