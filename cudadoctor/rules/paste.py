@@ -219,6 +219,9 @@ def evaluate(f: Facts) -> list[Finding]:
     hidden = "no-cuda-gpus" in kinds and "visible-devices-set" in kinds
     if hidden:
         out.append(_visible_hides(kinds["visible-devices-set"][0], kinds["no-cuda-gpus"][0]))
+    elif "no-cuda-gpus" in kinds and f.torch is not None and f.torch.is_available is True:
+        hidden = True  # CUDA works outside the program and sees no GPU inside it: its environment hides them
+        out.append(_hidden_inside(kinds["no-cuda-gpus"][0]))
     runtime = [h for k in _RUN_KINDS if not (hidden and k == "no-cuda-gpus") for h in kinds.get(k, [])]
     if runtime:
         out.append(_runtime(runtime))
@@ -720,6 +723,24 @@ def _visible_hides(cvd: PasteHit, err: PasteHit) -> Finding:
         fix=[
             fix(msg("Remove the setting from the code or the command, or name a GPU that exists"), "nvidia-smi -L"),
             fix(msg("On a one-GPU machine"), "export CUDA_VISIBLE_DEVICES=0"),
+        ],
+    )
+
+
+def _hidden_inside(err: PasteHit) -> Finding:
+    from cudadoctor.rules.visible import ALL_HIDDEN
+
+    return ALL_HIDDEN.finding(
+        title=msg("torch sees a GPU outside this program but none inside it: CUDA_VISIBLE_DEVICES hides them"),
+        why=msg(
+            "The paste says torch.cuda.is_available() is True, yet the program fails with \"{error}\". The "
+            "difference is the program's own environment: it (or its launcher, or a --gpu/--gpu_id option) "
+            "sets CUDA_VISIBLE_DEVICES to a GPU this machine does not have.",
+            error=err.text,
+        ),
+        fix=[
+            fix(msg("Find where the program sets it"), "grep -rn CUDA_VISIBLE_DEVICES --include='*.py' --include='*.sh' ."),
+            fix(msg("Then name a GPU that exists (numbers start at 0)"), "nvidia-smi -L", "export CUDA_VISIBLE_DEVICES=0"),
         ],
     )
 

@@ -7,6 +7,8 @@ What counts:
 - A problem post (``healthy: false``) is **right** when at least one of its ``expected_codes`` is
   raised at warning or error severity and no error-severity finding has a code outside them (an
   error that contradicts the thread's cause).
+- "To be sure, ask for:" (CD901) is raised when it is the verdict: triage shows it as the NOT ENOUGH
+  TO TELL status (exit 3), its finding kept at info severity.
 - A healthy control (``healthy: true``: a working stack whose problem is elsewhere - out of memory, a
   bug in the user's code, a harmless warning) is **right** when triage raises no error-severity
   finding and its verdict is the stack is fine or a run-time problem (exit 0: status healthy, or
@@ -54,6 +56,8 @@ def judge(entry: dict[str, Any], code: int, data: dict[str, Any]) -> tuple[bool,
     if entry["healthy"]:
         return code == 0 and not errors, alarms
     raised = {c for c, s in found.items() if s in ("warning", "error")}
+    if code == 3 and "CD901" in found:
+        raised.add("CD901")
     return bool(raised & expected) and not alarms, alarms
 
 
