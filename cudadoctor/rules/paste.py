@@ -256,6 +256,7 @@ def evaluate(f: Facts) -> list[Finding]:
     conda = _conda_cpu(f, kinds)
     if conda is not None:
         out.append(conda)
+    out += _hardware_and_platform(f, kinds)
     if "gpu-ran" in kinds and not any(x.severity is Severity.ERROR for x in out):
         out.append(_stack_works(kinds["gpu-ran"][0]))
     return out
@@ -994,6 +995,8 @@ def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
 
     if "conda-cpu" in kinds:
         h, sure = kinds["conda-cpu"][0], True
+    elif "conda-install" in kinds and "says-cpu-build" in kinds:
+        h, sure = kinds["conda-install"][0], True
     elif "conda-install" in kinds and f.torch is not None and f.torch.is_available is False and f.torch.cuda_built is not True:
         h, sure = kinds["conda-install"][0], False
     else:
@@ -1107,6 +1110,99 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
     if p is None or not any(h.kind == "arch-not-in-build" for h in p.hits):
         return findings
     return [x for x in findings if x.code != "CD217"]
+
+
+def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """What the paste's prose and logs say about the GPU generation, a Jetson, P2P and the launcher."""
+    from cudadoctor.rules.fleet.inventory import TOO_MANY_RANKS
+    from cudadoctor.rules.libraries import JETSON
+    from cudadoctor.rules.multi_gpu import P2P_MISSING
+    from cudadoctor.rules.requirements import LOW_CAPABILITY
+    from cudadoctor.rules.torch_build import GPU_TOO_OLD
+
+    out = []
+    for name, cc in _gpus_with_cc(f):
+        if parse_version(cc) <= (3, 0):  # type: ignore[operator]
+            out.append(
+                GPU_TOO_OLD.finding(
+                    title=msg("{gpu} (compute capability {cc}) is older than every PyTorch CUDA build", gpu=name, cc=cc),
+                    why=msg(
+                        "{page} PyTorch's CUDA binaries dropped compute capability 3.0 in 0.4.1 and never ran on "
+                        "2.x (pytorch#14681); such a GPU shows torch.cuda.is_available() True and then fails "
+                        "with \"invalid device function\" or \"no kernel image\".",
+                        page=msg(GPU_TOO_OLD.explanation),
+                    ),
+                    fix=[fix(msg("Use the CPU"), "device = torch.device('cpu')")],
+                )
+            )
+            break
+    if "attention-needs-newer-gpu" in kinds:
+        h = kinds["attention-needs-newer-gpu"][0]
+        out.append(
+            LOW_CAPABILITY.finding(
+                title=msg("The attention kernel needs a newer GPU: {error}", error=h.text),
+                why=msg(
+                    "FlashAttention(-2) runs on compute capability 8.0 (Ampere) and newer. On a Volta or Turing "
+                    "GPU (V100, T4, RTX 20xx) the library falls back to another backend or refuses: a property "
+                    "of the GPU, not of the installation."
+                ),
+                fix=[
+                    fix(msg("See the GPU's compute capability"), "nvidia-smi --query-gpu=name,compute_cap --format=csv"),
+                    fix(
+                        msg("Use an attention backend this GPU has (or an Ampere or newer GPU)"),
+                        "export VLLM_ATTENTION_BACKEND=XFORMERS  # vLLM; in xFormers pick the cutlass operator",
+                    ),
+                ],
+            )
+        )
+    if "jetson" in kinds and (
+        (f.torch is not None and f.torch.is_available is False) or "pip-install-torch" in kinds or "sdist" in kinds
+    ):
+        out.append(
+            JETSON.finding(
+                title=msg("On a Jetson, torch must come from NVIDIA's JetPack wheels: {line}", line=kinds["jetson"][0].text),
+                fix=[
+                    fix(msg("See the JetPack (L4T) release"), "cat /etc/nv_tegra_release"),
+                    fix(
+                        msg("Install the torch wheel NVIDIA builds for that JetPack (PyPI's aarch64 torch is CPU-only)"),
+                        "python3 -m pip install torch --index-url https://pypi.jetson-ai-lab.io/jp6/cu126",
+                    ),
+                ],
+            )
+        )
+    if "p2p-disabled" in kinds and "hang" in kinds:
+        out.append(
+            P2P_MISSING.finding(
+                title=msg("NCCL hangs unless P2P is disabled: direct GPU-to-GPU transfers fail here"),
+                why=msg(
+                    "When NCCL_P2P_DISABLE=1 turns a hang into a working run, peer-to-peer transfers between the "
+                    "GPUs do not work on this machine: usually PCIe ACS or the IOMMU (VT-d) reroutes them. "
+                    "Disabling P2P is safe but slower."
+                ),
+                fix=[
+                    fix(msg("See how the GPUs are connected and whether ACS is on"), "nvidia-smi topo -m",
+                        "sudo lspci -vvv | grep -i acsctl"),
+                    fix(msg("Let the IOMMU pass device traffic through (kernel command line), then reboot"), "iommu=pt"),
+                ],
+            )
+        )
+    nproc = kinds.get("nproc-per-node", [])
+    cvd = kinds.get("visible-devices-set", [])
+    if nproc and cvd and "invalid-ordinal" in kinds:
+        n, visible = int(nproc[0].detail["n"]), [x for x in cvd[0].detail.get("value", "").split(",") if x]
+        if visible and n > len(visible):
+            out.append(
+                TOO_MANY_RANKS.finding(
+                    title=msg(
+                        "{n} processes per node for {k} visible GPUs: the extra ranks ask for devices that do not "
+                        "exist (invalid device ordinal)",
+                        n=n,
+                        k=len(visible),
+                    ),
+                    fix=[fix(msg("Start one process per visible GPU"), f"--nproc_per_node={len(visible)}")],
+                )
+            )
+    return out
 
 
 # --- what to ask for -------------------------------------------------------------------------------

@@ -228,7 +228,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"torch\.cuda\.is_available\(\)\)?\s*(?:>>>\s*)?(?P<v>True|False)\b"), _repl_available),
     (re.compile(r"torch\.version\.cuda\)?\s*(?:>>>\s*)?['\"]?(?P<v>\d+\.\d+|None)\b['\"]?"), _repl_cuda),
-    (re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
+    (re.compile(r"(?:The )?NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
     (re.compile(r"CUDA driver version is insufficient for CUDA runtime version"), _insufficient),
     (
         re.compile(
@@ -297,7 +297,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"HeaderTooLarge"), _simple("ckpt-header-too-large")),
     (
         re.compile(
-            r"Weights only load failed[^\n]{0,400}?(?:Unsupported global: GLOBAL (?P<global>[\w.]+)|$)", re.M
+            r"Weights only load failed(?:[^\n]{0,1500}?Unsupported global: GLOBAL (?P<global>[\w.]+))?"
         ),
         _simple("ckpt-weights-only"),
     ),
@@ -324,6 +324,17 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
     (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
     (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)
+    (re.compile(r"CUDA initialization: CUDA unknown error"), _named_80x(999)),
+    # attention kernels that need a newer GPU (xFormers' reason, vLLM's backend choice, flash-attn's check)
+    (
+        re.compile(
+            r"requires a GPU with compute capability > (?P<need>\d+\.\d)"
+            r"|Cannot use FlashAttention-2 backend for (?P<arch>Volta and Turing|Volta) GPUs"
+            r"|FlashAttention only supports (?P<newer>Ampere) GPUs or newer"
+        ),
+        _simple("attention-needs-newer-gpu"),
+    ),
     # Lightning: "You requested GPUs: [0]\n But your machine only has: []"
     (re.compile(r"You requested GPUs: \[[\d, ]+\]\s*But your machine only has: \[\]"), _simple("no-cuda-gpus")),
     # shared memory: torch's DataLoader (torch/utils/data/_utils) and NCCL's shm transport

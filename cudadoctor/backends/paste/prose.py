@@ -18,7 +18,7 @@ from cudadoctor.backends.paste.text import short, where
 # A GPU model as people write it: "RTX 3090", "GTX1060", "2080ti", "A100-SXM4-40GB", "Quadro P2000", "T4".
 _GPU = re.compile(
     r"(?<![\w.])(?:NVIDIA\s+)?(?:GeForce\s+)?"
-    r"(?:(?:RTX|GTX|GT|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
+    r"(?:(?:RTX|GTX|GT|GM|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
     r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|H\d{3}|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
     r"|Quadro\s+[A-Z]{0,3}\d{3,4}|TITAN\s+(?:X[Pp]?|V|RTX|Xp|Black|Z)"
     r"|(?<=\s)(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)(?![\w])",
@@ -45,7 +45,9 @@ _CVD = re.compile(
     r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
 )
 _AVAILABLE = re.compile(
-    r"is_available\(\)[`*\s]*(?:returns?|shows?|gives?|is|=|:|->|返回为?|为|就是|結果)?\s*[`*]*\s*(?P<v>True|False)\b", re.I
+    r"is_available(?:\(\))?[`*\s]*(?:returns?|returning|returned|shows?|gives?|is|=|==|:|->|=>|返回为?|为|就是|結果)?"
+    r"\s*[`*]*\s*(?P<v>True|False)\b",
+    re.I,
 )
 _WINVER = re.compile(r"Microsoft Windows \[(?:Version|版本)\s+10\.0\.(\d{5})")
 _LINUX_DRIVER_INSTALL = re.compile(r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)")
@@ -56,6 +58,15 @@ _CONTAINER_CONTEXT = re.compile(
 _IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
 _SNAP_DOCKER = re.compile(r"\bsnap\s+install\s+docker\b")
 _NO_SMI = re.compile(r"nvidia-smi[`'\"]?:?\s*(?:命令)?\s*(?:command not found|not found|未找到|找不到)|nvidia-smi\S*\s*命令返回错误\s*command not found", re.I)
+_YOU_HAVE = re.compile(r"\(you have (?P<v>\d\.\d{1,2}\.\d{1,2}(?:\+(?:cu\d{2,3}|cpu))?)\)")
+_NOT_INSTALLED_TORCH = re.compile(r"built for:?\s*$|requires?\s*$|compatible with\s*$|>=\s*$|<\s*$", re.I)
+_SAYS_CPU = re.compile(r"\binstall(?:s|ed|ing)?\b[^.]{0,30}\bcpu[- ]?(?:only )?(?:version|build|variant)\b", re.I)
+_JETSON = re.compile(r"\bJetson\b|\bJetPack\b|\bL4T\b", re.I)
+_CAPABILITY = re.compile(r"(?:cuda|compute) capability\s*(?:is|of|:|=>|=|->)?\s*(\d{1,2}\.\d)\b|\|\s*(\d\.\d)\s*$", re.I)
+_P2P_DISABLE = re.compile(r"NCCL_P2P_DISABLE\s*=\s*1")
+_HANG = re.compile(r"\b(?:hang|hangs|hung|stuck|freeze|freezes|frozen|deadlock)", re.I)
+_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)")
+_DEVICE_CUDA = re.compile(r"device\)?\s*(?:为|is|=|:|->)\s*['\"`]?cuda\b", re.I)
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
@@ -84,9 +95,11 @@ def _gpu(p: Partial, line: str, w: str) -> None:
         model = gpu_names.lookup(name) or gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", name))
         if model is None:
             model = gpu_names.lookup(re.sub(r"(?i)(RTX|GTX|GT|MX)\s?-?(\d)", r"\1 \2", name))
-        if model is not None:
-            p.torch_gpus.append(Gpu(index=0, name=name, capability=model.cc))
-            p.hits.append(Hit("gpu-named", short(line, 120), {"gpu": name, "cc": model.cc, "where": w}))
+        cap = _CAPABILITY.search(line[m.end() :])
+        cc = (cap.group(1) or cap.group(2)) if cap else (model.cc if model else None)
+        if cc is not None:
+            p.torch_gpus.append(Gpu(index=0, name=name, capability=cc))
+            p.hits.append(Hit("gpu-named", short(line, 120), {"gpu": name, "cc": cc, "where": w}))
             return
 
 
@@ -96,9 +109,29 @@ def parse(all_lines: list[str]) -> Partial:
         if not line.strip():
             continue
         w = where(n, line)
-        m = _TORCH_VERSION.search(line) or _WHEEL_TAG.search(line)
-        if m and not re.search(r"torchvision|torchaudio|torchtext", line[max(0, m.start() - 12) : m.start()], re.I):
+        m = _YOU_HAVE.search(line) or _TORCH_VERSION.search(line) or _WHEEL_TAG.search(line)
+        before = line[max(0, m.start() - 24) : m.start()] if m else ""
+        if m and not re.search(r"torchvision|torchaudio|torchtext", before[-12:], re.I) and not (
+            _NOT_INSTALLED_TORCH.search(before) or (n > 0 and _NOT_INSTALLED_TORCH.search(all_lines[n - 1]) and not _YOU_HAVE.search(line))
+        ):
             _torch(p, m.group("v"), w)
+        if re.search(r"\bpip3?\s+install\b[^#\n]*\btorch\b", line):
+            p.hits.append(Hit("pip-install-torch", short(line, 160), {"where": w}))
+        if re.search(r"Downloading \S*torch-0\.\S+\.tar\.gz", line):
+            p.hits.append(Hit("sdist", short(line, 160), {"where": w}))
+        if _SAYS_CPU.search(line):
+            p.hits.append(Hit("says-cpu-build", short(line, 160), {"where": w}))
+        if _JETSON.search(line):
+            p.hits.append(Hit("jetson", short(line, 160), {"where": w}))
+        if _P2P_DISABLE.search(line):
+            p.hits.append(Hit("p2p-disabled", short(line, 160), {"where": w}))
+        if _HANG.search(line):
+            p.hits.append(Hit("hang", short(line, 160), {"where": w}))
+        m = _NPROC.search(line)
+        if m:
+            p.hits.append(Hit("nproc-per-node", short(line, 160), {"n": m.group(1), "where": w}))
+        if _DEVICE_CUDA.search(line):
+            p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
         m = _DRIVER.search(line)
         if m and "cuda driver version" not in line.lower():
             p.set("driver_version", m.group("v"), w)
