@@ -1035,7 +1035,10 @@ _FIRST_CUDA = {
 def _gpus_with_cc(f: Facts) -> list[tuple[str, str]]:
     from cudadoctor.advice.install import gpu_capabilities
 
-    return list(dict.fromkeys(gpu_capabilities(f)))
+    known = gpu_capabilities(f)
+    if not known and f.paste is not None:  # a GPU named in prose, with nothing else of torch shown
+        known = [(h.detail["gpu"], h.detail["cc"]) for h in f.paste.hits if h.kind == "gpu-named" and "cc" in h.detail]
+    return list(dict.fromkeys(known))
 
 
 def _arch_beyond_cuda(f: Facts) -> list[Finding]:
@@ -1188,7 +1191,7 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
         )
     nproc = kinds.get("nproc-per-node", [])
     cvd = kinds.get("visible-devices-set", [])
-    if nproc and cvd and "invalid-ordinal" in kinds:
+    if nproc and cvd:
         n, visible = int(nproc[0].detail["n"]), [x for x in cvd[0].detail.get("value", "").split(",") if x]
         if visible and n > len(visible):
             out.append(

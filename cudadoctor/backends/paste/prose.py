@@ -45,7 +45,7 @@ _CVD = re.compile(
     r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
 )
 _AVAILABLE = re.compile(
-    r"is_available(?:\(\))?[`*\s]*(?:returns?|returning|returned|shows?|gives?|is|=|==|:|->|=>|返回为?|为|就是|結果)?"
+    r"is_available(?:\(\))?[`*\s]*(?:(?:it|that|still|always|just)\s+)*(?:returns?|returning|returned|shows?|gives?|is|=|==|:|->|=>|返回为?|为|就是|結果)?"
     r"\s*[`*]*\s*(?P<v>True|False)\b",
     re.I,
 )
@@ -144,7 +144,8 @@ def parse(all_lines: list[str]) -> Partial:
             p.hits.append(Hit("conda-install", short(line, 160), {"where": w}))
         m = _AVAILABLE.search(line)
         if m:
-            p.set("torch_available", m.group("v").lower() in ("true", "返回为true"), w)
+            p.set("torch_available", m.group("v").lower() == "true", w)
+            p.set("torch_installed", True, w)
         cl = _CONDA_LIST_PYTORCH.match(line)
         if cl:
             p.conda.setdefault("pytorch", (cl.group(1), cl.group(2)))
