@@ -120,13 +120,21 @@ def read(raw: str) -> Paste:
     if not ran.empty():
         partials.append(ran)
     written = prose.parse(all_lines)
+    shown = {k for p in partials for k in p.values}
+    # a report's own lines outrank a sentence; torch's build follows from the version shown there
+    torch_keys = ("torch_version", "torch_cuda", "torch_cuda_built", "torch_installed")
+    written.values = {
+        k: v
+        for k, v in written.values.items()
+        if k not in shown and not (k in torch_keys and "torch_version" in shown)
+    }
     if any(p.gpus or p.torch_gpus for p in partials):
         written.torch_gpus = []  # a report's GPUs outrank a name in a sentence
         written.hits = [h for h in written.hits if h.kind != "gpu-named"]
     if not written.empty():
         partials.append(written)
     formats = [p.format for p in partials[1:]]
-    if partials[0].hits:
+    if partials[0].hits or any(h.kind not in ("gpu-ran", "harmless-warning") for h in ran.hits):
         formats.append("error text")
     elif partials[0].values:
         formats.append("Python prompt output")
