@@ -432,17 +432,17 @@ def _windows_dll(f: Facts, h: PasteHit) -> Finding:
     dll = h.detail.get("library", "a DLL")
     if h.detail.get("code") == "1455":
         return WINDOWS_DLL.finding(
-            title=msg(
-                "Windows ran out of paging file loading {dll} (WinError 1455)", dll=dll.split(chr(92))[-1]
-            ),
+            title=msg("Windows ran out of paging file loading {dll} (WinError 1455)", dll=dll.split(chr(92))[-1]),
             why=msg(
                 "WinError 1455 means the paging file is too small to map the DLL: torch's CUDA DLLs are large, "
                 "and each DataLoader worker process maps them again. GPU memory is not the cause."
             ),
             fix=[
                 fix(
-                    msg("Let Windows size the paging file (System > Advanced > Performance > Virtual memory), or "
-                        "enlarge it, then restart"),
+                    msg(
+                        "Let Windows size the paging file (System > Advanced > Performance > Virtual memory), or "
+                        "enlarge it, then restart"
+                    ),
                     "SystemPropertiesPerformance.exe",
                 ),
                 fix(msg("Or start fewer DataLoader workers"), "DataLoader(dataset, num_workers=2)"),
@@ -535,7 +535,9 @@ def _runtime_fix(h: PasteHit) -> Fix:
             "CUDA_LAUNCH_BLOCKING=1 python train.py",
         )
     if k in ("illegal-memory-access", "launch-failure"):
-        return fix(msg("A kernel failed while running: get the exact operation"), "CUDA_LAUNCH_BLOCKING=1 python train.py")
+        return fix(
+            msg("A kernel failed while running: get the exact operation"), "CUDA_LAUNCH_BLOCKING=1 python train.py"
+        )
     if k == "device-busy":
         return fix(
             msg("The GPU is busy or in an exclusive compute mode"),
@@ -567,7 +569,8 @@ def _runtime_fix(h: PasteHit) -> Fix:
     if k == "torch-attribute-typo":
         return fix(msg("A typo in the code: the function is torch.cuda.is_available()"), "torch.cuda.is_available()")
     return fix(
-        msg("After suspend/resume: reload the unified-memory module"), "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm"
+        msg("After suspend/resume: reload the unified-memory module"),
+        "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm",
     )
 
 
@@ -679,8 +682,10 @@ def _runtime(hits: list[PasteHit]) -> Finding:
     kinds = list(dict.fromkeys(h.kind for h in hits))
     severity = Severity.ERROR if any(k in _RUN_ERRORS for k in kinds) else None
     first = hits[0]
-    title = _oom_title(first) if first.kind == "out-of-memory" else msg(
-        "A CUDA error while running: {error}", error=first.text
+    title = (
+        _oom_title(first)
+        if first.kind == "out-of-memory"
+        else msg("A CUDA error while running: {error}", error=first.text)
     )
     tables = []
     if first.kind == "out-of-memory" and _size(first.detail, "total") is not None:
@@ -713,7 +718,7 @@ def _visible_hides(cvd: PasteHit, err: PasteHit) -> Finding:
     value = cvd.detail.get("value", "")
     return ALL_HIDDEN.finding(
         title=msg(
-            "CUDA_VISIBLE_DEVICES={value} hides every GPU here: torch says \"No CUDA GPUs are available\"",
+            'CUDA_VISIBLE_DEVICES={value} hides every GPU here: torch says "No CUDA GPUs are available"',
             value=f"'{value}'",
         ),
         why=msg(
@@ -734,14 +739,21 @@ def _hidden_inside(err: PasteHit) -> Finding:
     return ALL_HIDDEN.finding(
         title=msg("torch sees a GPU outside this program but none inside it: CUDA_VISIBLE_DEVICES hides them"),
         why=msg(
-            "The paste says torch.cuda.is_available() is True, yet the program fails with \"{error}\". The "
+            'The paste says torch.cuda.is_available() is True, yet the program fails with "{error}". The '
             "difference is the program's own environment: it (or its launcher, or a --gpu/--gpu_id option) "
             "sets CUDA_VISIBLE_DEVICES to a GPU this machine does not have.",
             error=err.text,
         ),
         fix=[
-            fix(msg("Find where the program sets it"), "grep -rn CUDA_VISIBLE_DEVICES --include='*.py' --include='*.sh' ."),
-            fix(msg("Then name a GPU that exists (numbers start at 0)"), "nvidia-smi -L", "export CUDA_VISIBLE_DEVICES=0"),
+            fix(
+                msg("Find where the program sets it"),
+                "grep -rn CUDA_VISIBLE_DEVICES --include='*.py' --include='*.sh' .",
+            ),
+            fix(
+                msg("Then name a GPU that exists (numbers start at 0)"),
+                "nvidia-smi -L",
+                "export CUDA_VISIBLE_DEVICES=0",
+            ),
         ],
     )
 
@@ -785,7 +797,7 @@ def _container_without_driver(ctx: PasteHit, h: PasteHit) -> Finding:
         why=msg(
             "In a container the driver comes from the host, mounted when the container starts with its GPUs. "
             "Where it is missing (a `docker build` RUN step, a container started without --gpus) CUDA "
-            "reports \"driver version is insufficient\". The other cause is a host driver older than the "
+            'reports "driver version is insufficient". The other cause is a host driver older than the '
             "image's CUDA{cuda}: nvidia-smi on the host tells them apart.",
             cuda=f" ({cuda})" if cuda else "",
         ),
@@ -807,7 +819,13 @@ def _singularity_no_nv(h: PasteHit) -> Finding:
             "Singularity and Apptainer map the host's NVIDIA driver and devices into a container only with "
             "--nv; without it, CUDA inside sees no GPU."
         ),
-        fix=[fix(msg("Start it with --nv"), "singularity shell --nv IMAGE.sif", "apptainer exec --nv IMAGE.sif nvidia-smi")],
+        fix=[
+            fix(
+                msg("Start it with --nv"),
+                "singularity shell --nv IMAGE.sif",
+                "apptainer exec --nv IMAGE.sif nvidia-smi",
+            )
+        ],
     )
 
 
@@ -908,7 +926,8 @@ def _checkpoints(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
         out.append(
             ckpt.LFS_POINTER.finding(
                 title=msg(
-                    "The checkpoint is a Git LFS pointer, not the weights: {error}", error=kinds["ckpt-lfs-pointer"][0].text
+                    "The checkpoint is a Git LFS pointer, not the weights: {error}",
+                    error=kinds["ckpt-lfs-pointer"][0].text,
                 ),
                 fix=[
                     fix(msg("Fetch the real files with Git LFS"), "git lfs install", "git lfs pull"),
@@ -997,7 +1016,12 @@ def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
         h, sure = kinds["conda-cpu"][0], True
     elif "conda-install" in kinds and "says-cpu-build" in kinds:
         h, sure = kinds["conda-install"][0], True
-    elif "conda-install" in kinds and f.torch is not None and f.torch.is_available is False and f.torch.cuda_built is not True:
+    elif (
+        "conda-install" in kinds
+        and f.torch is not None
+        and f.torch.is_available is False
+        and f.torch.cuda_built is not True
+    ):
         h, sure = kinds["conda-install"][0], False
     else:
         return None
@@ -1006,8 +1030,10 @@ def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
         if sure
         else msg("conda likely chose pytorch's CPU build (is_available() is False after: {line})", line=h.text),
         fix=[
-            fix(msg("See which build conda installed (a cpu build string, or cpuonly / pytorch-mutex cpu)"),
-                "conda list | grep -E 'pytorch|cpuonly|mutex'"),
+            fix(
+                msg("See which build conda installed (a cpu build string, or cpuonly / pytorch-mutex cpu)"),
+                "conda list | grep -E 'pytorch|cpuonly|mutex'",
+            ),
             fix(
                 msg("Install torch from PyTorch's CUDA wheels instead (in this env)"),
                 "conda remove -y pytorch cpuonly",
@@ -1078,8 +1104,12 @@ def _arch_beyond_cuda(f: Facts) -> list[Finding]:
                     cuda=t.cuda,
                 ),
                 fix=_advice_fix(f, "Install a build compiled for this GPU")
-                or [fix(msg("Install a torch built with CUDA {need} or newer", need=need), _torch_install(
-                    dataclasses.replace(f, torch=None)))],
+                or [
+                    fix(
+                        msg("Install a torch built with CUDA {need} or newer", need=need),
+                        _torch_install(dataclasses.replace(f, torch=None)),
+                    )
+                ],
             )
         )
     return out
@@ -1092,16 +1122,23 @@ def _torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
 
     gpu, cc = h.detail.get("gpu") or "the GPU", h.detail.get("cc", "?")
     return ARCH_UNSUPPORTED.finding(
-        title=msg("torch says {gpu} (sm_{sm}) is not compatible with this build: it has no kernels for it",
-                  gpu=gpu, sm=cc.replace(".", "")),
+        title=msg(
+            "torch says {gpu} (sm_{sm}) is not compatible with this build: it has no kernels for it",
+            gpu=gpu,
+            sm=cc.replace(".", ""),
+        ),
         why=msg(
             "{page} torch lists what it was built for: {flags}.",
             page=msg(ARCH_UNSUPPORTED.explanation),
             flags=h.detail.get("flags", ""),
         ),
         fix=_advice_fix(f, "Install a build compiled for this GPU")
-        or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), _torch_install(
-            dataclasses.replace(f, torch=None)))],
+        or [
+            fix(
+                msg("Install a torch built for this GPU (a newer CUDA variant)"),
+                _torch_install(dataclasses.replace(f, torch=None)),
+            )
+        ],
         tables=[Table(["torch said"], [[h.text]])],
     )
 
@@ -1128,11 +1165,13 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
         if parse_version(cc) <= (3, 0):  # type: ignore[operator]
             out.append(
                 GPU_TOO_OLD.finding(
-                    title=msg("{gpu} (compute capability {cc}) is older than every PyTorch CUDA build", gpu=name, cc=cc),
+                    title=msg(
+                        "{gpu} (compute capability {cc}) is older than every PyTorch CUDA build", gpu=name, cc=cc
+                    ),
                     why=msg(
                         "{page} PyTorch's CUDA binaries dropped compute capability 3.0 in 0.4.1 and never ran on "
                         "2.x (pytorch#14681); such a GPU shows torch.cuda.is_available() True and then fails "
-                        "with \"invalid device function\" or \"no kernel image\".",
+                        'with "invalid device function" or "no kernel image".',
                         page=msg(GPU_TOO_OLD.explanation),
                     ),
                     fix=[fix(msg("Use the CPU"), "device = torch.device('cpu')")],
@@ -1150,7 +1189,9 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
                     "of the GPU, not of the installation."
                 ),
                 fix=[
-                    fix(msg("See the GPU's compute capability"), "nvidia-smi --query-gpu=name,compute_cap --format=csv"),
+                    fix(
+                        msg("See the GPU's compute capability"), "nvidia-smi --query-gpu=name,compute_cap --format=csv"
+                    ),
                     fix(
                         msg("Use an attention backend this GPU has (or an Ampere or newer GPU)"),
                         "export VLLM_ATTENTION_BACKEND=XFORMERS  # vLLM; in xFormers pick the cutlass operator",
@@ -1163,11 +1204,15 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
     ):
         out.append(
             JETSON.finding(
-                title=msg("On a Jetson, torch must come from NVIDIA's JetPack wheels: {line}", line=kinds["jetson"][0].text),
+                title=msg(
+                    "On a Jetson, torch must come from NVIDIA's JetPack wheels: {line}", line=kinds["jetson"][0].text
+                ),
                 fix=[
                     fix(msg("See the JetPack (L4T) release"), "cat /etc/nv_tegra_release"),
                     fix(
-                        msg("Install the torch wheel NVIDIA builds for that JetPack (PyPI's aarch64 torch is CPU-only)"),
+                        msg(
+                            "Install the torch wheel NVIDIA builds for that JetPack (PyPI's aarch64 torch is CPU-only)"
+                        ),
                         "python3 -m pip install torch --index-url https://pypi.jetson-ai-lab.io/jp6/cu126",
                     ),
                 ],
@@ -1183,9 +1228,14 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
                     "Disabling P2P is safe but slower."
                 ),
                 fix=[
-                    fix(msg("See how the GPUs are connected and whether ACS is on"), "nvidia-smi topo -m",
-                        "sudo lspci -vvv | grep -i acsctl"),
-                    fix(msg("Let the IOMMU pass device traffic through (kernel command line), then reboot"), "iommu=pt"),
+                    fix(
+                        msg("See how the GPUs are connected and whether ACS is on"),
+                        "nvidia-smi topo -m",
+                        "sudo lspci -vvv | grep -i acsctl",
+                    ),
+                    fix(
+                        msg("Let the IOMMU pass device traffic through (kernel command line), then reboot"), "iommu=pt"
+                    ),
                 ],
             )
         )

@@ -124,9 +124,7 @@ def read(raw: str) -> Paste:
     # a report's own lines outrank a sentence; torch's build follows from the version shown there
     torch_keys = ("torch_version", "torch_cuda", "torch_cuda_built", "torch_installed")
     written.values = {
-        k: v
-        for k, v in written.values.items()
-        if k not in shown and not (k in torch_keys and "torch_version" in shown)
+        k: v for k, v in written.values.items() if k not in shown and not (k in torch_keys and "torch_version" in shown)
     }
     if any(p.gpus or p.torch_gpus for p in partials):
         written.torch_gpus = []  # a report's GPUs outrank a name in a sentence

@@ -270,7 +270,10 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"undefined symbol: (?P<sym>[A-Za-z_][\w@.]*)"), _undefined_symbol),
     (re.compile(_SO + r": cannot open shared object file"), _cannot_open),
-    (re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""), _win_dll),
+    (
+        re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""),
+        _win_dll,
+    ),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
     (re.compile(r"No module named '?torch'?(?![\w.])"), _no_torch),
@@ -296,9 +299,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"version https://git-lfs\.github\.com/spec"), _simple("ckpt-lfs-pointer")),
     (re.compile(r"HeaderTooLarge"), _simple("ckpt-header-too-large")),
     (
-        re.compile(
-            r"Weights only load failed(?:[^\n]{0,1500}?Unsupported global: GLOBAL (?P<global>[\w.]+))?"
-        ),
+        re.compile(r"Weights only load failed(?:[^\n]{0,1500}?Unsupported global: GLOBAL (?P<global>[\w.]+))?"),
         _simple("ckpt-weights-only"),
     ),
     (
@@ -350,7 +351,9 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"xFormers was built for:?\s*PyTorch \S+\+cu\d+"), _simple("cuda-wanted")),
     # vLLM: the model's context does not fit the KV cache the GPU's memory leaves
     (
-        re.compile(r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache"),
+        re.compile(
+            r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache"
+        ),
         _simple("kv-cache-too-small"),
     ),
     (re.compile(r"invalid device ordinal"), _simple("invalid-ordinal")),

@@ -11,6 +11,7 @@ name is one knowledge/gpu_names.py knows; a torch version only next to torch/pyt
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from cudadoctor.backends.paste.model import Gpu, Hit, Partial
 from cudadoctor.backends.paste.text import short, where
@@ -24,7 +25,8 @@ _GPU = re.compile(
     r"|(?<=\s)(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)(?![\w])",
     re.I,
 )
-_GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro", re.I)
+# searched in the lower-cased line: a case-insensitive alternation is several times slower
+_GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro")
 
 _TORCH_VERSION = re.compile(
     r"(?:\btorch|\bpytorch|\(you have)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=-]*\s*(?:==)?\s*v?"
@@ -50,19 +52,23 @@ _AVAILABLE = re.compile(
     re.I,
 )
 _WINVER = re.compile(r"Microsoft Windows \[(?:Version|版本)\s+10\.0\.(\d{5})")
-_LINUX_DRIVER_INSTALL = re.compile(r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)")
+_LINUX_DRIVER_INSTALL = re.compile(
+    r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)"
+)
 _CONTAINER_CONTEXT = re.compile(
     r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose)\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
     r"|\bsingularity\s+(?:exec|run|shell|build)\b|\bapptainer\b|\bpodman\s+run\b"
 )
 _IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
 _SNAP_DOCKER = re.compile(r"\bsnap\s+install\s+docker\b")
-_NO_SMI = re.compile(r"nvidia-smi[`'\"]?:?\s*(?:命令)?\s*(?:command not found|not found|未找到|找不到)|nvidia-smi\S*\s*命令返回错误\s*command not found", re.I)
+_NO_SMI = re.compile(r"nvidia-smi\S*\s*(?:命令)?[^\n]{0,12}?(?:command not found|not found|未找到|找不到)", re.I)
 _YOU_HAVE = re.compile(r"\(you have (?P<v>\d\.\d{1,2}\.\d{1,2}(?:\+(?:cu\d{2,3}|cpu))?)\)")
 _NOT_INSTALLED_TORCH = re.compile(r"built for:?\s*$|requires?\s*$|compatible with\s*$|>=\s*$|<\s*$", re.I)
 _SAYS_CPU = re.compile(r"\binstall(?:s|ed|ing)?\b[^.]{0,30}\bcpu[- ]?(?:only )?(?:version|build|variant)\b", re.I)
 _JETSON = re.compile(r"\bJetson\b|\bJetPack\b|\bL4T\b", re.I)
-_CAPABILITY = re.compile(r"(?:cuda|compute) capability\s*(?:is|of|:|=>|=|->)?\s*(\d{1,2}\.\d)\b|\|\s*(\d\.\d)\s*$", re.I)
+_CAPABILITY = re.compile(
+    r"(?:cuda|compute) capability\s*(?:is|of|:|=>|=|->)?\s*(\d{1,2}\.\d)\b|\|\s*(\d\.\d)\s*$", re.I
+)
 _P2P_DISABLE = re.compile(r"NCCL_P2P_DISABLE\s*=\s*1")
 _HANG = re.compile(r"\b(?:hang|hangs|hung|stuck|freeze|freezes|frozen|deadlock)", re.I)
 _NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)")
@@ -88,7 +94,7 @@ def _torch(p: Partial, version: str, w: str) -> None:
 def _gpu(p: Partial, line: str, w: str) -> None:
     from cudadoctor.knowledge import gpu_names
 
-    if p.torch_gpus or not _GPU_CONTEXT.search(line):
+    if p.torch_gpus:
         return
     for m in _GPU.finditer(line):
         name = m.group(0).strip()
@@ -103,90 +109,162 @@ def _gpu(p: Partial, line: str, w: str) -> None:
             return
 
 
+_MAX_PER_KIND = 3  # a long log repeats its lines: a few of each say it
+
+
+def _hit(kind: str, **detail: str) -> Callable[[Partial, str, str, re.Match[str]], None]:
+    def handler(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+        p.hits.append(Hit(kind, short(line, 160), {"where": w, **{k: m.group(v) for k, v in detail.items()}}))
+
+    return handler
+
+
+def _version_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    m = _YOU_HAVE.search(line) or _TORCH_VERSION.search(line) or _WHEEL_TAG.search(line)
+    if m is None:
+        return
+    before = line[max(0, m.start() - 24) : m.start()]
+    if re.search(r"torchvision|torchaudio|torchtext", before[-12:], re.I) or _NOT_INSTALLED_TORCH.search(before):
+        return  # another package's version, or the torch something was built for
+    _torch(p, m.group("v"), w)
+
+
+def _driver_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if "cuda driver version" not in line.lower():
+        p.set("driver_version", m.group("v"), w)
+
+
+def _index_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
+        p.hits.append(Hit("install-index", short(line, 160), {"variant": m.group("variant"), "where": w}))
+
+
+def _conda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    listed = _CONDA_LIST_PYTORCH.match(line)
+    if listed:
+        p.conda.setdefault("pytorch", (listed.group(1), listed.group(2)))
+    if _CONDA_CPU.search(line) or re.search(r"::cpu-only-|[-_]cpu_\d\b|\+cpu-py", line):
+        p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
+    elif re.search(r"\bconda\s+(?:install|create)\b.*\b(?:pytorch|torch|vak)\b", line):
+        p.hits.append(Hit("conda-install", short(line, 160), {"where": w}))
+
+
+def _available_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.set("torch_available", m.group("v").lower() == "true", w)
+    p.set("torch_installed", True, w)
+
+
+def _cvd_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if "CUDA_VISIBLE_DEVICES" not in p.env:
+        p.env["CUDA_VISIBLE_DEVICES"] = m.group("v").replace(" ", "")
+        p.hits.append(Hit("visible-devices-set", short(line, 160), {"value": p.env["CUDA_VISIBLE_DEVICES"]}))
+
+
+def _wsl1_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.set("kernel", m.group(1), w)
+    p.set("os", "Linux", w)
+    p.hits.append(Hit("wsl1", short(line, 160), {"kernel": m.group(1)}))
+
+
+def _container_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    image = _IMAGE_CUDA.search(line)
+    detail = {"where": w, **({"cuda": image.group(1) or image.group(2)} if image else {})}
+    p.hits.append(Hit("container-context", short(line, 160), detail))
+    if re.search(r"\bnvidia-smi\b", line):  # the driver reached a container: its banner follows
+        p.hits.append(Hit("container-ran-smi", short(line, 160), {"where": w}))
+
+
+def _docker_run_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    gpus = r"--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|--device[= ]/dev/nvidia"
+    if not re.search(gpus, m.group("rest")):
+        p.hits.append(Hit("container-run-no-gpus", short(line, 160), {"where": w}))
+
+
+def _singularity_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if not re.search(r"--nv\b|--nvccli\b", m.group("rest")):
+        p.hits.append(Hit("singularity-no-nv", short(line, 160), {"where": w}))
+
+
+def _in_container_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.set("in_container", True, w)
+
+
+def _device_cuda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
+
+
+_Handler = Callable[[Partial, str, str, re.Match[str]], None]
+_ALWAYS = re.compile("")
+# (words of which one must be in the lower-cased line, pattern, handler): the words are a cheap test,
+# so a 1 MB log runs few patterns per line.
+_READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
+    (("torch", "+cu", "+cpu", "you have"), _ALWAYS, _version_line),
+    (("pip",), re.compile(r"\bpip3?\s+install\b[^#\n]*\btorch\b"), _hit("pip-install-torch")),
+    (("tar.gz",), re.compile(r"Downloading \S*torch-0\.\S+\.tar\.gz"), _hit("sdist")),
+    (("cpu",), _SAYS_CPU, _hit("says-cpu-build")),
+    (("jetson", "jetpack", "l4t"), _JETSON, _hit("jetson")),
+    (("nccl_p2p",), _P2P_DISABLE, _hit("p2p-disabled")),
+    (("hang", "hung", "stuck", "freez", "frozen", "deadlock"), _HANG, _hit("hang")),
+    (("nproc",), _NPROC, _hit("nproc-per-node", n=1)),
+    (("device",), _DEVICE_CUDA, _device_cuda_line),
+    (("driver", "驱动", "nvrm"), _DRIVER, _driver_line),
+    (("download.pytorch.org",), _INDEX, _index_line),
+    (("conda", "cpu", "pytorch "), _ALWAYS, _conda_line),
+    (("is_available",), _AVAILABLE, _available_line),
+    (("cuda_visible_devices",), _CVD, _cvd_line),
+    (("microsoft",), _WSL1, _wsl1_line),
+    (("windows",), _WINVER, _hit("windows-build", build=1)),
+    (("apt",), _LINUX_DRIVER_INSTALL, _hit("linux-driver-install", package=1)),
+    (
+        ("docker", "singularity", "apptainer", "podman", "from ", "pytorch/pytorch", "nvidia/cuda"),
+        _CONTAINER_CONTEXT,
+        _container_line,
+    ),
+    (("snap",), _SNAP_DOCKER, _hit("docker-snap")),
+    (("nvidia-smi",), _NO_SMI, _hit("nvidia-smi-not-found")),
+    (("docker", "podman"), _DOCKER_RUN, _docker_run_line),
+    (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
+    (("container", "容器"), _IN_CONTAINER, _in_container_line),
+]
+
+
+_WORDS = re.compile("|".join(re.escape(w) for words, _, _ in _READERS for w in words))
+
+
 def parse(all_lines: list[str]) -> Partial:
     p = Partial("prose and command lines")
+    done: set[str] = set()
     for n, line in enumerate(all_lines):
-        if not line.strip():
-            continue
-        w = where(n, line)
-        m = _YOU_HAVE.search(line) or _TORCH_VERSION.search(line) or _WHEEL_TAG.search(line)
-        before = line[max(0, m.start() - 24) : m.start()] if m else ""
-        if m and not re.search(r"torchvision|torchaudio|torchtext", before[-12:], re.I) and not (
-            _NOT_INSTALLED_TORCH.search(before) or (n > 0 and _NOT_INSTALLED_TORCH.search(all_lines[n - 1]) and not _YOU_HAVE.search(line))
-        ):
-            _torch(p, m.group("v"), w)
-        if re.search(r"\bpip3?\s+install\b[^#\n]*\btorch\b", line):
-            p.hits.append(Hit("pip-install-torch", short(line, 160), {"where": w}))
-        if re.search(r"Downloading \S*torch-0\.\S+\.tar\.gz", line):
-            p.hits.append(Hit("sdist", short(line, 160), {"where": w}))
-        if _SAYS_CPU.search(line):
-            p.hits.append(Hit("says-cpu-build", short(line, 160), {"where": w}))
-        if _JETSON.search(line):
-            p.hits.append(Hit("jetson", short(line, 160), {"where": w}))
-        if _P2P_DISABLE.search(line):
-            p.hits.append(Hit("p2p-disabled", short(line, 160), {"where": w}))
-        if _HANG.search(line):
-            p.hits.append(Hit("hang", short(line, 160), {"where": w}))
-        m = _NPROC.search(line)
-        if m:
-            p.hits.append(Hit("nproc-per-node", short(line, 160), {"n": m.group(1), "where": w}))
-        if _DEVICE_CUDA.search(line):
-            p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
-        m = _DRIVER.search(line)
-        if m and "cuda driver version" not in line.lower():
-            p.set("driver_version", m.group("v"), w)
-        m = _INDEX.search(line)
-        if m and re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
-            p.hits.append(Hit("install-index", short(line, 160), {"variant": m.group("variant"), "where": w}))
-        if _CONDA_CPU.search(line) or re.search(r"::cpu-only-|[-_]cpu_\d\b|\+cpu-py", line):
-            p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
-        elif re.search(r"\bconda\s+(?:install|create)\b.*\b(?:pytorch|torch|vak)\b", line):
-            p.hits.append(Hit("conda-install", short(line, 160), {"where": w}))
-        m = _AVAILABLE.search(line)
-        if m:
-            p.set("torch_available", m.group("v").lower() == "true", w)
-            p.set("torch_installed", True, w)
-        cl = _CONDA_LIST_PYTORCH.match(line)
-        if cl:
-            p.conda.setdefault("pytorch", (cl.group(1), cl.group(2)))
-            if "cpu" in cl.group(2):
-                p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
-        m = _CVD.search(line)
-        if m and "CUDA_VISIBLE_DEVICES" not in p.env:
-            p.env["CUDA_VISIBLE_DEVICES"] = m.group("v").replace(" ", "")
-            p.hits.append(Hit("visible-devices-set", short(line, 160), {"value": p.env["CUDA_VISIBLE_DEVICES"]}))
-        m = _WSL1.search(line)
-        if m:
-            p.set("kernel", m.group(1), w)
-            p.set("os", "Linux", w)
-            p.hits.append(Hit("wsl1", short(line, 160), {"kernel": m.group(1)}))
-        m = _WINVER.search(line)
-        if m:
-            p.hits.append(Hit("windows-build", short(line, 160), {"build": m.group(1), "where": w}))
-        m = _LINUX_DRIVER_INSTALL.search(line)
-        if m:
-            p.hits.append(Hit("linux-driver-install", short(line, 160), {"package": m.group(1), "where": w}))
-        if _CONTAINER_CONTEXT.search(line):
-            m = _IMAGE_CUDA.search(line)
-            detail = {"where": w, **({"cuda": m.group(1) or m.group(2)} if m else {})}
-            p.hits.append(Hit("container-context", short(line, 160), detail))
-            if re.search(r"\bnvidia-smi\b", line):  # the driver reached a container: its banner follows
-                p.hits.append(Hit("container-ran-smi", short(line, 160), {"where": w}))
-        if _SNAP_DOCKER.search(line):
-            p.hits.append(Hit("docker-snap", short(line, 160), {"where": w}))
-        if _NO_SMI.search(line) or ("nvidia-smi" in line and "command not found" in line):
-            p.hits.append(Hit("nvidia-smi-not-found", short(line, 160), {"where": w}))
-        m = _DOCKER_RUN.match(line)
-        if m and not re.search(r"--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|--device[= ]/dev/nvidia", m.group("rest")):
-            p.hits.append(Hit("container-run-no-gpus", short(line, 160), {"where": w}))
-        m = _SINGULARITY.match(line)
-        if m and not re.search(r"--nv\b|--nvccli\b", m.group("rest")):
-            p.hits.append(Hit("singularity-no-nv", short(line, 160), {"where": w}))
-        if _IN_CONTAINER.search(line):
-            p.set("in_container", True, w)
-        _gpu(p, line, w)
+        lower = line.lower()
+        if not lower.strip() or line in done:
+            continue  # a repeated line says nothing new: its first occurrence was read
+        done.add(line)
+        w = ""
+        for words, pattern, handler in _READERS if _WORDS.search(lower) else ():
+            if any(word in lower for word in words):
+                m = (
+                    pattern.search(line)
+                    if pattern is not _DOCKER_RUN and pattern is not _SINGULARITY
+                    else pattern.match(line)
+                )
+                if m:
+                    w = w or where(n, line)
+                    handler(p, line, w, m)
+        if not p.torch_gpus and _GPU_CONTEXT.search(lower):
+            _gpu(p, line, w or where(n, line))
     _wsl(p, all_lines)
+    p.hits = _capped(p.hits)
     return p
+
+
+def _capped(hits: list[Hit]) -> list[Hit]:
+    seen: dict[str, int] = {}
+    out = []
+    for h in hits:
+        seen[h.kind] = seen.get(h.kind, 0) + 1
+        if seen[h.kind] <= _MAX_PER_KIND:
+            out.append(h)
+    return out
 
 
 def _wsl(p: Partial, all_lines: list[str]) -> None:

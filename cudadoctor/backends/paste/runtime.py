@@ -87,22 +87,29 @@ _CODE_BUGS = [
         "device-mismatch",
     ),
     (
-        re.compile(r"Input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.(?:cuda\.)?\w+\) should be the same"),
+        re.compile(
+            r"Input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.(?:cuda\.)?\w+\) should be the same"
+        ),
         "device-mismatch",
     ),
-    (re.compile(r"expected device cuda:\d+ but got device cpu|expected device cpu but got device cuda:\d+"),
-     "device-mismatch"),
-    (re.compile(r"Assertion `t >= 0 && t < n_classes` failed|Assertion `cur_target >= 0 && cur_target < n_classes`"),
-     "labels-out-of-range"),
+    (
+        re.compile(r"expected device cuda:\d+ but got device cpu|expected device cpu but got device cuda:\d+"),
+        "device-mismatch",
+    ),
+    (
+        re.compile(r"Assertion `t >= 0 && t < n_classes` failed|Assertion `cur_target >= 0 && cur_target < n_classes`"),
+        "labels-out-of-range",
+    ),
     (re.compile(r"module 'torch\.cuda' has no attribute '(?P<attr>\w+)'"), "torch-attribute-typo"),
 ]
 
 _HARMLESS = [
     (re.compile(r"TypedStorage is deprecated|'TypedStorage' class in PyTorch is being deprecated"), "TypedStorage"),
-    (re.compile(r"torch\.meshgrid: in an upcoming release, it will be required to pass the indexing argument"),
-     "meshgrid"),
-    (re.compile(r"TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included"),
-     "TORCH_CUDA_ARCH_LIST"),
+    (
+        re.compile(r"torch\.meshgrid: in an upcoming release, it will be required to pass the indexing argument"),
+        "meshgrid",
+    ),
+    (re.compile(r"TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included"), "TORCH_CUDA_ARCH_LIST"),
     (re.compile(r"Plan failed with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR"), "cudnn-plan"),
 ]
 
@@ -128,6 +135,8 @@ def parse(all_lines: list[str], text: str) -> Partial:
         if m:
             p.hits.append(Hit("harmless-warning", short(m.group(0)), {"warning": what}))
     for n, line in enumerate(all_lines):
+        if "cuda" not in line.lower() or sum(h.kind == "gpu-ran" for h in p.hits) >= 3:
+            continue
         for pattern in _RAN:
             m = pattern.search(line)
             if m:
