@@ -271,9 +271,13 @@ def _read(f: Facts) -> Finding:
     rows = [[s.what, s.value, s.where] for s in p.seen]
     rows += [[s.what, s.value, f"derived: {s.where}"] for s in p.derived]
     rows += [["error text", h.text, h.kind] for h in p.hits[:12]]
-    title = "Read from the paste: " + (", ".join(p.formats) or "nothing recognised")
+    formats = ", ".join(p.formats)
     if p.from_report:
-        title += " (the report's own facts are used as they are)"
+        title = msg("Read from the paste: {formats} (the report's own facts are used as they are)", formats=formats)
+    elif formats:
+        title = msg("Read from the paste: {formats}", formats=formats)
+    else:
+        title = msg("Read from the paste: nothing recognised")
     return READ.finding(title=title, tables=[Table(["Fact", "Value", "Where"], rows)] if rows else [])
 
 
@@ -292,13 +296,15 @@ def _with_driver_cuda(f: Facts, found: int | None) -> Facts:
     return dataclasses.replace(f, cuda_driver=CudaDriverFacts(library_found=True, init_result=0, driver_version=found))
 
 
-def _advice_fix(f: Facts, label: str) -> list[Fix]:
+def _advice_fix(f: Facts, label: Message) -> list[Fix]:
     a = advise(f)
     out = []
     if a.commands:
-        out.append(fix(f"{label} ({a.note})", *a.commands))
+        out.append(fix(msg("{label} ({note})", label=label, note=a.note), *a.commands))
     if a.driver_upgrade:
-        out.append(fix(f"Or upgrade the NVIDIA driver to {a.driver_upgrade} or newer", "nvidia-smi"))
+        out.append(
+            fix(msg("Or upgrade the NVIDIA driver to {version} or newer", version=a.driver_upgrade), "nvidia-smi")
+        )
     return out
 
 
@@ -311,11 +317,20 @@ def _driver_too_old(f: Facts, h: PasteHit) -> Finding:
     need = None
     if wheel and len(wheel) >= 2:
         need = full_minimum(wheel[0], wheel[1], windows=windows) or major_floor(wheel[0], windows)
-    title = "torch says the NVIDIA driver is too old"
-    title += f": it supports CUDA up to {have}" if have else ""
-    title += f", torch {t.version} needs CUDA {t.cuda}" if t and t.version and t.cuda else ""
-    fixes = [fix(f"Upgrade the NVIDIA driver{f' to {need} or newer' if need else ''}", "nvidia-smi  # the driver now")]
-    fixes += _advice_fix(_with_driver_cuda(f, found), "Or install the torch build this driver runs")[:1]
+    needs = (
+        msg(", torch {version} needs CUDA {cuda}", version=t.version, cuda=t.cuda) if t and t.version and t.cuda else ""
+    )
+    if have:
+        title = msg(
+            "torch says the NVIDIA driver is too old: it supports CUDA up to {have}{needs}", have=have, needs=needs
+        )
+    else:
+        title = msg("torch says the NVIDIA driver is too old{needs}", needs=needs)
+    upgrade = (
+        msg("Upgrade the NVIDIA driver to {need} or newer", need=need) if need else msg("Upgrade the NVIDIA driver")
+    )
+    fixes = [fix(upgrade, "nvidia-smi  # the driver now")]
+    fixes += _advice_fix(_with_driver_cuda(f, found), msg("Or install the torch build this driver runs"))[:1]
     return DRIVER_TOO_OLD.finding(title=title, fix=fixes, tables=[Table(["torch said"], [[h.text]])])
 
 
@@ -327,21 +342,32 @@ def _gpu_too_old(f: Facts, h: PasteHit) -> Finding:
         for v in wheels.variants(r)
         if wheels.coverage(v.arch_flags, cc) == "sm"
     ]
-    label = f"{name} (compute capability {cc}, {arch_name(cc)})"
+    label = f"{name} (compute capability {cc}, {arch_name(cc)})"  # names and numbers: shown verbatim
     if covering:
         release, variant = covering[0]
         fixes = [
             fix(
-                f"Install torch {release}, the newest with kernels for {cc} ({variant})",
+                msg(
+                    "Install torch {release}, the newest with kernels for {cc} ({variant})",
+                    release=release,
+                    cc=cc,
+                    variant=variant,
+                ),
                 f"python -m pip install torch=={release}.0 --index-url {wheels.INDEX_URL.format(variant=variant)}",
             ),
             fix("Or use the CPU", "device = torch.device('cpu')"),
         ]
-        why = f"{GPU_TOO_OLD.explanation} The newest torch with a build for {cc} is {release} ({variant})."
+        why = msg(
+            "{page} The newest torch with a build for {cc} is {release} ({variant}).",
+            page=msg(GPU_TOO_OLD.explanation),
+            cc=cc,
+            release=release,
+            variant=variant,
+        )
     else:
         fixes = [fix("Use the CPU: no torch build in cudadoctor's tables supports it", "device = torch.device('cpu')")]
-        why = f"{GPU_TOO_OLD.explanation} No PyTorch release in cudadoctor's tables supports it."
-    return GPU_TOO_OLD.finding(title=f"torch says {label} is too old for this build", why=why, fix=fixes)
+        why = msg("{page} No PyTorch release in cudadoctor's tables supports it.", page=msg(GPU_TOO_OLD.explanation))
+    return GPU_TOO_OLD.finding(title=msg("torch says {gpu} is too old for this build", gpu=label), why=why, fix=fixes)
 
 
 def _torch_install(f: Facts, force: bool = False) -> str:
@@ -382,7 +408,11 @@ def _reinstall_torch(f: Facts) -> Fix:
 
 def _undefined_symbol(f: Facts, h: PasteHit) -> Finding:
     sym, lib = h.detail.get("symbol", "?"), h.detail.get("library")
-    title = f"undefined symbol {sym}" + (f" in {lib}" if lib else "") + ": a library at the wrong version"
+    title = (
+        msg("undefined symbol {symbol} in {library}: a library at the wrong version", symbol=sym, library=lib)
+        if lib
+        else msg("undefined symbol {symbol}: a library at the wrong version", symbol=sym)
+    )
     return UNDEFINED_SYMBOL.finding(
         title=title,
         fix=[
@@ -399,7 +429,7 @@ def _cannot_open(f: Facts, h: PasteHit) -> Finding | None:
         return None  # CD101 says it with the machine's context
     if lib.startswith(("libcuda.so", "libnvidia-ml")):
         return CANNOT_OPEN.finding(
-            title=f"{lib} cannot be found: no NVIDIA driver where this ran",
+            title=msg("{library} cannot be found: no NVIDIA driver where this ran", library=lib),
             fix=[
                 fix(
                     "On a Linux host: see whether the driver is installed",
@@ -411,18 +441,22 @@ def _cannot_open(f: Facts, h: PasteHit) -> Finding | None:
             ],
         )
     cudnn = lib.startswith("libcudnn")
-    what = "cuDNN" if cudnn else "a CUDA library"
     major = f.torch.cuda.split(".")[0] if f.torch is not None and f.torch.cuda else None
-    package = (f"nvidia-cudnn-cu{major}" if major else "the nvidia-cudnn wheel") if cudnn else "the nvidia-* wheels"
+    package = (f"nvidia-cudnn-cu{major}" if major else "nvidia-cudnn") if cudnn else "nvidia-*"
     return CANNOT_OPEN.finding(
-        title=f"{lib} cannot be found: {what} torch needs is missing",
+        title=msg("{library} cannot be found: cuDNN torch needs is missing", library=lib)
+        if cudnn
+        else msg("{library} cannot be found: a CUDA library torch needs is missing", library=lib),
         fix=[
             fix(
                 "See what is installed and where the loader looks",
                 "python -m pip list | grep -i nvidia",
                 "echo $LD_LIBRARY_PATH",
             ),
-            fix(f"Reinstall torch with {package} at the versions it pins", _torch_install(f, force=True)),
+            fix(
+                msg("Reinstall torch with {package} at the versions it pins", package=package),
+                _torch_install(f, force=True),
+            ),
             _reinstall_torch(f),
         ],
     )
@@ -450,7 +484,7 @@ def _windows_dll(f: Facts, h: PasteHit) -> Finding:
             tables=[Table(["Windows said"], [[h.text]])],
         )
     return WINDOWS_DLL.finding(
-        title=f"Windows cannot load {dll.split(chr(92))[-1]}",
+        title=msg("Windows cannot load {dll}", dll=dll.split(chr(92))[-1]),
         fix=[
             fix(
                 "Install the Microsoft Visual C++ Redistributable (x64), then open a new terminal",
@@ -470,7 +504,13 @@ def _deserialize(h: PasteHit) -> Finding:
     dev, count = h.detail.get("dev"), h.detail.get("count")
     title = DESERIALIZE.summary
     if dev is not None and count is not None:
-        title = f"A checkpoint saved on cuda:{dev} is loaded where torch sees {count} GPU{'s' if count != '1' else ''}"
+        title = msg(
+            "A checkpoint saved on cuda:{device} is loaded where torch sees 1 GPU"
+            if count == "1"
+            else "A checkpoint saved on cuda:{device} is loaded where torch sees {n} GPUs",
+            device=dev,
+            n=count,
+        )
     return DESERIALIZE.finding(
         title=title,
         fix=[
@@ -483,10 +523,10 @@ def _deserialize(h: PasteHit) -> Finding:
 def _state_dict(h: PasteHit) -> Finding:
     prefix = h.detail.get("prefix", "module.")
     return STATE_DICT_PREFIX.finding(
-        title=f"The state dict keys differ by the prefix '{prefix}'",
+        title=msg("The state dict keys differ by the prefix '{prefix}'", prefix=prefix),
         fix=[
             fix(
-                f"Strip '{prefix}' from the checkpoint's keys before loading",
+                msg("Strip '{prefix}' from the checkpoint's keys before loading", prefix=prefix),
                 "from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present",
                 f"consume_prefix_in_state_dict_if_present(state_dict, '{prefix}')",
                 "model.load_state_dict(state_dict)",
@@ -690,18 +730,15 @@ def _runtime(hits: list[PasteHit]) -> Finding:
     tables = []
     if first.kind == "out-of-memory" and _size(first.detail, "total") is not None:
         d = first.detail
-        rows = [
-            [msg(label), _gib(_size(d, key))]
-            for key, label in (
-                ("tried", "asked for"),
-                ("total", "GPU total"),
-                ("free", "free on the GPU"),
-                ("allocated", "allocated by PyTorch"),
-                ("reserved", "reserved by PyTorch"),
-                ("others", "other processes"),
-            )
-            if _size(d, key) is not None
-        ]
+        labels = (
+            ("tried", msg("asked for")),
+            ("total", msg("GPU total")),
+            ("free", msg("free on the GPU")),
+            ("allocated", msg("allocated by PyTorch")),
+            ("reserved", msg("reserved by PyTorch")),
+            ("others", msg("other processes")),
+        )
+        rows = [[label, _gib(_size(d, key))] for key, label in labels if _size(d, key) is not None]
         tables.append(Table([msg("Memory (torch's message)"), msg("Size")], rows))
     seen: set[str] = set()
     fixes = []
@@ -883,7 +920,7 @@ def _cpu_only_decided(f: Facts) -> bool:
 
 
 def _not_compiled(f: Facts, h: PasteHit) -> Finding:
-    fixes = _advice_fix(f, "Install a CUDA build") if f.driver and f.driver.driver_version else []
+    fixes = _advice_fix(f, msg("Install a CUDA build")) if f.driver and f.driver.driver_version else []
     if not fixes:
         version = (f.torch.version or "").split("+")[0] if f.torch else ""
         pin = f"torch=={version}" if version else "torch"
@@ -898,13 +935,15 @@ def _not_compiled(f: Facts, h: PasteHit) -> Finding:
         fixes.append(fix("On Windows, PyPI's torch is CPU-only: always use the index URL", "nvidia-smi"))
     title = NOT_COMPILED.summary
     if f.torch and f.torch.version:
-        title = f"Torch not compiled with CUDA enabled: torch {f.torch.version} is a CPU-only build"
+        title = msg(
+            "Torch not compiled with CUDA enabled: torch {version} is a CPU-only build", version=f.torch.version
+        )
     return NOT_COMPILED.finding(title=title, fix=fixes)
 
 
 def _cudnn_status(h: PasteHit) -> Finding:
     return CUDNN_STATUS.finding(
-        title=f"cuDNN failed: CUDNN_STATUS_{h.detail.get('status', '?')}",
+        title=msg("cuDNN failed: CUDNN_STATUS_{status}", status=h.detail.get("status", "?")),
         fix=[
             fix(
                 "Use the cuDNN of torch's own wheel: drop system paths",
@@ -1103,7 +1142,7 @@ def _arch_beyond_cuda(f: Facts) -> list[Finding]:
                     need=need,
                     cuda=t.cuda,
                 ),
-                fix=_advice_fix(f, "Install a build compiled for this GPU")
+                fix=_advice_fix(f, msg("Install a build compiled for this GPU"))
                 or [
                     fix(
                         msg("Install a torch built with CUDA {need} or newer", need=need),
@@ -1132,7 +1171,7 @@ def _torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
             page=msg(ARCH_UNSUPPORTED.explanation),
             flags=h.detail.get("flags", ""),
         ),
-        fix=_advice_fix(f, "Install a build compiled for this GPU")
+        fix=_advice_fix(f, msg("Install a build compiled for this GPU"))
         or [
             fix(
                 msg("Install a torch built for this GPU (a newer CUDA variant)"),
@@ -1279,40 +1318,40 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     if p is None or p.from_report:
         return []
     t, d = f.torch, f.driver
-    asks: list[tuple[str, str]] = []  # (what it settles, command)
+    asks: list[tuple[Message, str]] = []  # (what it settles, command)
     if t is None or t.installed is None or (t.installed and t.cuda_built is None):
-        asks.append(("the torch build, whether CUDA is available, the OS, GPUs and driver", _CE))
+        asks.append((msg("the torch build, whether CUDA is available, the OS, GPUs and driver"), _CE))
     macos = f.system is not None and f.system.os == "Darwin"  # no NVIDIA driver exists for it: nothing to ask
     if any(h.kind == "nvidia-smi-not-found" for h in p.hits):
         asks.append(
             (
-                "whether a driver is installed on the host; a container needs the GPUs passed in",
+                msg("whether a driver is installed on the host; a container needs the GPUs passed in"),
                 "nvidia-smi  # on the host; in Docker: docker run --gpus all IMAGE nvidia-smi",
             )
         )
     elif d is None and not macos:
-        asks.append(("the driver, the newest CUDA it supports, and every GPU", _SMI))
+        asks.append((msg("the driver, the newest CUDA it supports, and every GPU"), _SMI))
     elif d is not None and d.init_status == "ok" and d.cuda_driver_version is None and t is not None and t.cuda_built:
-        asks.append(('the newest CUDA the driver supports (the "CUDA Version" in its header)', _SMI))
+        asks.append((msg('the newest CUDA the driver supports (the "CUDA Version" in its header)'), _SMI))
     ccs_known = bool(d and any(x.compute_capability for x in d.devices)) or bool(
         t and any(x.capability for x in t.devices)
     )
     gpus_named = bool(d and d.devices) or bool(t and t.devices)
     if gpus_named and not ccs_known:
-        asks.append(("each GPU's compute capability (its name is not in cudadoctor's table)", _CC))
+        asks.append((msg("each GPU's compute capability (its name is not in cudadoctor's table)"), _CC))
     if t is not None and t.cuda_built and (t.arch_flags is None or t.is_available is None) and (ccs_known or d is None):
-        asks.append(("the GPU architectures this torch build has kernels for", _ARCH))
+        asks.append((msg("the GPU architectures this torch build has kernels for"), _ARCH))
     if (
         d is not None
         and d.init_status == "LIB_RM_VERSION_MISMATCH"
         and not (f.system and f.system.kernel_module_version)
     ):
-        asks.append(("the version of the loaded kernel module, to compare with the libraries", _MODULE))
+        asks.append((msg("the version of the loaded kernel module, to compare with the libraries"), _MODULE))
     names = {x.name for x in d.devices} if d is not None else set()
     if len(names) > 1 and (f.system is None or f.system.env is None):
-        asks.append(("which GPUs CUDA sees and in what order (mixed models)", _ENV))
+        asks.append((msg("which GPUs CUDA sees and in what order (mixed models)"), _ENV))
     if any(h.kind in ("undefined-symbol", "cannot-open-library") for h in p.hits):
-        asks.append(("which torch and nvidia-* wheels are installed, and the library search path", _LIBS))
+        asks.append((msg("which torch and nvidia-* wheels are installed, and the library search path"), _LIBS))
     if not asks:
         return []
     asks = list(dict.fromkeys(asks))[:4]
@@ -1323,12 +1362,13 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
         or (t is not None and t.cuda_built is False and (d is not None or macos))
     )
     severity = Severity.INFO if settled else Severity.WARNING
-    title = "To be sure, ask for: " + ", ".join(f"`{cmd.split('  #')[0]}`" for _, cmd in asks)
+    title = msg("To be sure, ask for: {commands}", commands=", ".join(f"`{cmd.split('  #')[0]}`" for _, cmd in asks))
     # not settled: a warning, which `triage` turns into its NOT ENOUGH TO TELL verdict
     return [
         ASK_FOR.finding(
             title=title,
             severity=severity,
-            fix=[fix(f"It shows {what}", cmd) for what, cmd in asks] + [fix("Or everything at once", _ASK_ALL)],
+            fix=[fix(msg("It shows {what}", what=what), cmd) for what, cmd in asks]
+            + [fix("Or everything at once", _ASK_ALL)],
         )
     ]
