@@ -642,7 +642,8 @@ def oom_cause(detail: dict[str, str]) -> str | None:
     if tried is not None and free is not None and tried < free // 2 and "expandable" not in detail:
         return "fits-free"  # the driver had the memory: fragmented, or capped for this process
     if reserved is not None and allocated is not None and tried is not None:
-        if reserved - allocated >= tried and reserved - allocated > total // 20 and "expandable" not in detail:
+        unused = reserved - allocated  # reserved by PyTorch, unallocated: a large share is fragmentation
+        if unused >= tried and unused > total // 20 and unused * 5 >= reserved and "expandable" not in detail:
             return "fragmentation"
     return "does-not-fit"
 

@@ -98,9 +98,11 @@ def _gpu(p: Partial, line: str, w: str) -> None:
         return
     for m in _GPU.finditer(line):
         name = m.group(0).strip()
-        model = gpu_names.lookup(name) or gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", name))
+        # people write "GTX1060", "2080ti": the table's names have the spaces
+        spaced = re.sub(r"(?i)(\d)(ti|super)\b", r"\1 \2", re.sub(r"(?i)(RTX|GTX|GT|MX)\s?-?(\d)", r"\1 \2", name))
+        model = gpu_names.lookup(name) or gpu_names.lookup(spaced)
         if model is None:
-            model = gpu_names.lookup(re.sub(r"(?i)(RTX|GTX|GT|MX)\s?-?(\d)", r"\1 \2", name))
+            model = gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", spaced))
         cap = _CAPABILITY.search(line[m.end() :])
         cc = (cap.group(1) or cap.group(2)) if cap else (model.cc if model else None)
         if cc is not None:

@@ -31,7 +31,7 @@ _OOM = re.compile(r"(?:CUDA out of memory|CUDA error: out of memory|OutOfMemoryE
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _OLD = re.compile(
     r"\(GPU (\d+); " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; " + _SIZE + r" free;"
-    r"(?: " + _SIZE + r" (?:reserved in total by PyTorch|cached))?"
+    r"(?: " + _SIZE + r" (reserved in total by PyTorch|cached))?"
 )
 _NEW = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
 _NEW_ALLOC = re.compile(
@@ -39,6 +39,7 @@ _NEW_ALLOC = re.compile(
 )
 _THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
 _OTHERS = re.compile(r"Process (\d+) has " + _SIZE + r" memory in use")
+_ADVICE = re.compile(r"try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
 _EXPANDABLE = re.compile(r"expandable_segments\s*:\s*True", re.I)
 
 
@@ -56,7 +57,9 @@ def _oom(p: Partial, text: str) -> None:
         g = old.groups()
         detail.update(gpu=g[0], total=size(g[1], g[2]), allocated=size(g[3], g[4]), free=size(g[5], g[6]))
         if g[7]:
-            detail["reserved"] = size(g[7], g[8])
+            # 1.x printed what the allocator cached beyond the allocated memory; 1.5+ the whole reserve
+            cached = size(g[7], g[8])
+            detail["reserved"] = cached + detail["allocated"] if g[9] == "cached" else cached  # type: ignore[operator]
     elif new:
         g = new.groups()
         detail.update(gpu=g[0], total=size(g[1], g[2]), free=size(g[3], g[4]))
@@ -70,7 +73,7 @@ def _oom(p: Partial, text: str) -> None:
         others = [size(n, u) for pid, n, u in _OTHERS.findall(seg)]
         if others:
             detail["others"] = sum(others)
-    if _EXPANDABLE.search(text):
+    if _EXPANDABLE.search(_ADVICE.sub("", text)):  # set by the user, not torch's own advice to set it
         detail["expandable"] = "set"
     p.hits.append(Hit("out-of-memory", short(seg[: (t.end() if t else len(m.group(0)))], 120), detail))
     if "total" in detail:  # the allocator answered: the GPU ran
