@@ -18,7 +18,7 @@ from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
 from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.catalogue import CATALOGUE, entry, fix
 
 READ = entry(
     "CD900",
@@ -1194,7 +1194,6 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
 
 def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """What the paste's prose and logs say about the GPU generation, a Jetson, P2P and the launcher."""
-    from cudadoctor.rules.fleet.inventory import TOO_MANY_RANKS
     from cudadoctor.rules.libraries import JETSON
     from cudadoctor.rules.multi_gpu import P2P_MISSING
     from cudadoctor.rules.requirements import LOW_CAPABILITY
@@ -1284,8 +1283,9 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
     if nproc and cvd:
         n, visible = int(nproc[0].detail["n"]), [x for x in cvd[0].detail.get("value", "").split(",") if x]
         if visible and n > len(visible):
+            # fleet's code, from the catalogue: rules.fleet runs check's rules, so no import of it here
             out.append(
-                TOO_MANY_RANKS.finding(
+                CATALOGUE["CD811"].finding(
                     title=msg(
                         "{n} processes per node for {k} visible GPUs: the extra ranks ask for devices that do not "
                         "exist (invalid device ordinal)",
