@@ -253,10 +253,16 @@ def evaluate(f: Facts) -> list[Finding]:
     if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:
         if "not-compiled-with-cuda" not in kinds and not _cpu_only_decided(f):
             out.append(_cpu_torch_wanted(f, kinds["cuda-wanted"][0]))
+    if "cpu-torch-beside-gpu-run" in kinds:
+        out.append(_cpu_torch_beside_gpu(f, kinds["cpu-torch-beside-gpu-run"][0]))
+    if "sdist" in kinds:
+        out.append(_placeholder_sdist(kinds["sdist"][0]))
     conda = _conda_cpu(f, kinds)
     if conda is not None:
         out.append(conda)
     out += _hardware_and_platform(f, kinds)
+    out += _kernel_side(f, kinds)
+    out += _libraries_side(f, kinds)
     if "gpu-ran" in kinds and not any(x.severity is Severity.ERROR for x in out):
         out.append(_stack_works(kinds["gpu-ran"][0]))
     return out
@@ -1047,6 +1053,45 @@ def _cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
     )
 
 
+def _cpu_torch_beside_gpu(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_build import CPU_ONLY
+
+    return CPU_ONLY.finding(
+        title=msg(
+            "torch {version} is a CPU-only build, yet another run in the paste used {gpu}: {line}",
+            version=h.detail.get("torch", ""),
+            gpu=h.detail.get("gpu", ""),
+            line=h.text,
+        ),
+        fix=[
+            fix(
+                msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
+                "python -m pip uninstall -y torch",
+                _torch_install(dataclasses.replace(f, torch=None)),
+            )
+        ],
+    )
+
+
+def _placeholder_sdist(h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_build import NOT_INSTALLED
+
+    return NOT_INSTALLED.finding(
+        title=msg(
+            "pip found no torch wheel for this platform or Python and took the 0.1.2 placeholder: {line}", line=h.text
+        ),
+        why=msg(
+            "PyPI's torch 0.1.2 is a placeholder source package: pip falls back to it only when no wheel "
+            "matches the platform (a Jetson's aarch64 with an old pip, 32-bit Python) or the Python version, "
+            "and it cannot be installed. torch is not installed."
+        ),
+        fix=[
+            fix(msg("See the platform and Python pip installs for"), "python -m pip debug --verbose | head -20"),
+            fix(msg("On a Jetson: NVIDIA's JetPack torch wheel"), "cat /etc/nv_tegra_release"),
+        ],
+    )
+
+
 def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
     """conda chose pytorch's CPU build: the plan or list shows it, or a conda install was followed by
     is_available() False with nothing else to explain it."""
@@ -1295,6 +1340,128 @@ def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[F
                     fix=[fix(msg("Start one process per visible GPU"), f"--nproc_per_node={len(visible)}")],
                 )
             )
+    return out
+
+
+def _kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """What modprobe and the kernel log say: Secure Boot, no module for this kernel, the open module
+    flavour, nouveau, Xid errors."""
+    from cudadoctor.rules.health import XID
+    from cudadoctor.rules.kernel_module import FLAVOUR, NOT_BUILT, NOUVEAU, SECURE_BOOT
+
+    out = []
+    if "secure-boot-rejects" in kinds:
+        out.append(
+            SECURE_BOOT.finding(
+                title=msg(
+                    "Secure Boot refuses the NVIDIA kernel module: {error}", error=kinds["secure-boot-rejects"][0].text
+                ),
+                fix=[
+                    fix(msg("See whether Secure Boot is on"), "mokutil --sb-state"),
+                    fix(
+                        msg("Enrol the key DKMS signs modules with, reboot and confirm it in the blue MOK screen"),
+                        "sudo mokutil --import /var/lib/dkms/mok.pub",
+                        "sudo reboot",
+                    ),
+                ],
+            )
+        )
+    if "module-not-built" in kinds:
+        h = kinds["module-not-built"][0]
+        kernel = h.detail.get("kernel", "")
+        out.append(
+            NOT_BUILT.finding(
+                title=msg("No NVIDIA kernel module for the running kernel {kernel}", kernel=kernel),
+                fix=[
+                    fix(msg("See what DKMS built, for which kernels"), "dkms status"),
+                    fix(
+                        msg("Build it for this kernel (its headers first), then load it"),
+                        "sudo apt-get install -y linux-headers-$(uname -r)",
+                        "sudo dkms autoinstall",
+                        "sudo modprobe nvidia",
+                    ),
+                ],
+            )
+        )
+    if "needs-open-module" in kinds:
+        out.append(
+            FLAVOUR.finding(
+                title=msg(
+                    "The GPU needs NVIDIA's open kernel module: {error}", error=kinds["needs-open-module"][0].text
+                ),
+                fix=[
+                    fix(
+                        msg("Install the open flavour of the same driver (Ubuntu)"),
+                        "sudo ubuntu-drivers install --gpgpu nvidia:open",
+                    )
+                ],
+            )
+        )
+    if "nouveau-loaded" in kinds and f.driver is not None and f.driver.init_status == "DRIVER_NOT_LOADED":
+        out.append(
+            NOUVEAU.finding(
+                title=msg(
+                    "nouveau holds the GPU, so the NVIDIA module cannot: {line}", line=kinds["nouveau-loaded"][0].text
+                ),
+            )
+        )
+    if "xid" in kinds:
+        h = kinds["xid"][0]
+        out.append(
+            XID.finding(
+                title=msg("The kernel log has NVIDIA Xid {xid}: {line}", xid=h.detail.get("xid", "?"), line=h.text),
+                fix=[fix(msg("See every Xid with its time"), "sudo dmesg -T | grep -i xid")],
+            )
+        )
+    return out
+
+
+def _libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """Extensions built, or torchvision installed, for another torch or CUDA."""
+    from cudadoctor.rules.extensions import OTHER_CUDA
+    from cudadoctor.rules.libraries import COMPANION
+
+    out = []
+    if "extension-cuda-mismatch" in kinds:
+        h = kinds["extension-cuda-mismatch"][0]
+        nvcc, cuda = h.detail.get("nvcc", "?"), h.detail.get("torch", "?")
+        out.append(
+            OTHER_CUDA.finding(
+                title=msg(
+                    "The extension is being built with CUDA {nvcc} for a torch built with CUDA {cuda}",
+                    nvcc=nvcc,
+                    cuda=cuda,
+                ),
+                why=msg(
+                    "torch.utils.cpp_extension refuses to build with a toolkit (nvcc, found through CUDA_HOME or "
+                    "PATH) of another CUDA major version than torch's: the extension would link another CUDA "
+                    "runtime than torch."
+                ),
+                fix=[
+                    fix(
+                        msg("Point the build at a toolkit of torch's CUDA"), f"export CUDA_HOME=/usr/local/cuda-{cuda}"
+                    ),
+                    fix(msg("Or install the torch built for the toolkit's CUDA"), "nvcc --version"),
+                ],
+            )
+        )
+    if "torchvision-mismatch" in kinds:
+        out.append(
+            COMPANION.finding(
+                title=msg(
+                    "torchvision's operators are missing: it was built for another torch ({error})",
+                    error=kinds["torchvision-mismatch"][0].text,
+                ),
+                fix=[
+                    fix(msg("See both versions"), "python -m pip list | grep -E '^(torch|torchvision) '"),
+                    fix(
+                        msg("Install the torchvision made for this torch, from the same index"),
+                        "python -m pip install --force-reinstall torch torchvision --index-url "
+                        "https://download.pytorch.org/whl/cu126",
+                    ),
+                ],
+            )
+        )
     return out
 
 

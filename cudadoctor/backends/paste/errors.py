@@ -198,6 +198,14 @@ def _repl_cuda(p: Partial, m: re.Match[str]) -> None:
         p.set("torch_cuda", m.group("v"), _W)
 
 
+def _api_mismatch(p: Partial, m: re.Match[str]) -> None:
+    """The driver's libraries (the "client") and the loaded kernel module are different versions."""
+    p.set("nvml_status", "LIB_RM_VERSION_MISMATCH", _W)
+    p.set("nvml_library_version", m.group("client"), _W)
+    p.set("kernel_module_version", m.group("module"), _W)
+    p.hits.append(Hit("nvml-lib-rm-version-mismatch", short(m.group(0)), {}))
+
+
 def _simple(kind: str) -> Callable[[Partial, re.Match[str]], None]:
     def handler(p: Partial, m: re.Match[str]) -> None:
         detail = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -325,6 +333,38 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
     (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
     (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    # the kernel side (modprobe, dmesg / journal NVRM lines), as the kernel and the driver print them
+    (
+        re.compile(r"could not insert 'nvidia[\w-]*': (?:Key was rejected by service|Required key not available)"),
+        _simple("secure-boot-rejects"),
+    ),
+    (
+        re.compile(r"Module (?P<module>nvidia[\w-]*) not found in directory /lib/modules/(?P<kernel>\S+)"),
+        _simple("module-not-built"),
+    ),
+    (
+        re.compile(
+            r"NVRM: API mismatch: the client has the version (?P<client>\d+(?:\.\d+)+), but\s+(?:NVRM:\s+)?this kernel module has "
+            r"the version (?P<module>\d+(?:\.\d+)+)"
+        ),
+        _api_mismatch,
+    ),
+    (re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+),[^\n]{0,120}"), _simple("xid")),
+    (re.compile(r"requires use of the NVIDIA open kernel modules"), _simple("needs-open-module")),
+    (
+        re.compile(r"\bnouveau\s+\d{6,}\s+\d+\b|\bnouveau \d{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "),
+        _simple("nouveau-loaded"),
+    ),
+    # torch.utils.cpp_extension building an extension with a toolkit of another CUDA major
+    (
+        re.compile(
+            r"The detected CUDA version \((?P<nvcc>[\d.]+)\) mismatches the version that was used to "
+            r"compile\s+PyTorch \((?P<torch>[\d.]+)\)"
+        ),
+        _simple("extension-cuda-mismatch"),
+    ),
+    # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
+    (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
     # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)
     (re.compile(r"CUDA initialization: CUDA unknown error"), _named_80x(999)),
     # attention kernels that need a newer GPU (xFormers' reason, vLLM's backend choice, flash-attn's check)

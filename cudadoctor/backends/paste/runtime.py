@@ -124,9 +124,27 @@ _RAN = [
 ]
 
 
+# Ultralytics' banner: "Ultralytics YOLOv8.0.53 Python-3.9.1 torch-1.8.1+cu111 CUDA:0 (NVIDIA GeForce RTX
+# 3070, 8192MiB)" or "… torch-2.0.0+cpu CPU": the torch and the device of one run.
+_ULTRALYTICS = re.compile(
+    r"Ultralytics\b[^\n]*?\btorch-(?P<torch>\S+) (?:CUDA:\d+ \((?P<gpu>[^,()]+), \d+ ?MiB\)|(?P<cpu>CPU)\b)"
+)
+
+
+def _banners(p: Partial, all_lines: list[str]) -> None:
+    """A run on the CPU with a +cpu torch, where another run in the same paste used a GPU: the machine
+    has the GPU, the later environment a CPU-only torch."""
+    runs = [m for line in all_lines if "Ultralytics" in line for m in [_ULTRALYTICS.search(line)] if m]
+    gpu = next((m.group("gpu") for m in runs if m.group("gpu")), None)
+    cpu = next((m for m in runs if m.group("cpu") and m.group("torch").endswith("+cpu")), None)
+    if gpu and cpu:
+        p.hits.append(Hit("cpu-torch-beside-gpu-run", short(cpu.group(0)), {"torch": cpu.group("torch"), "gpu": gpu}))
+
+
 def parse(all_lines: list[str], text: str) -> Partial:
     p = Partial("run-time output")
     _oom(p, text)
+    _banners(p, all_lines)
     for pattern, kind in _CODE_BUGS:
         m = pattern.search(text)
         if m:

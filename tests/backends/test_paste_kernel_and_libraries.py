@@ -1,0 +1,66 @@
+"""The kernel side (modprobe, dmesg/journal NVRM lines) and libraries built for another torch or CUDA,
+each from the minimal line a post holds, through the real command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+
+def findings(paste: str) -> tuple[int, dict[str, dict]]:
+    from cudadoctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["triage", "--json"], input=paste)
+    return r.exit_code, {f["code"]: f for f in json.loads(r.stdout)["findings"]}
+
+
+@pytest.mark.parametrize(
+    ("paste", "code", "words"),
+    [
+        ("modprobe: ERROR: could not insert 'nvidia': Key was rejected by service\n", "CD117", "Secure Boot"),
+        (
+            "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.5.0-14-generic\n",
+            "CD119",
+            "running kernel 6.5.0-14-generic",
+        ),
+        (
+            "NVRM: API mismatch: the client has the version 550.90.07, but\n"
+            "NVRM: this kernel module has the version 550.54.14.  Please\n",
+            "CD103",
+            "kernel module 550.54.14 vs libraries 550.90.07",
+        ),
+        (
+            "NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2684) installed in this system requires use of the "
+            "NVIDIA open kernel modules.\n",
+            "CD126",
+            "open kernel module",
+        ),
+        ("RuntimeError: operator torchvision::nms does not exist\n", "CD222", "torchvision"),
+    ],
+)
+def test_each_text_names_its_cause(paste: str, code: str, words: str) -> None:
+    exit_code, found = findings(paste)
+    assert exit_code == 1 and found[code]["severity"] == "error" and words in found[code]["title"]
+
+
+def test_an_xid_is_a_warning_with_its_number() -> None:
+    _, found = findings("[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    assert found["CD156"]["severity"] == "warning" and "Xid 79" in found["CD156"]["title"]
+
+
+def test_an_extension_built_with_another_cuda_major() -> None:
+    _, found = findings(
+        "RuntimeError:\nThe detected CUDA version (12.1) mismatches the version that was used to compile\n"
+        "PyTorch (11.8). Please make sure to use the same CUDA versions.\n"
+    )
+    assert "CUDA 12.1 for a torch built with CUDA 11.8" in found["CD244"]["title"]
+
+
+def test_nouveau_is_named_only_where_the_nvidia_module_is_not_loaded() -> None:
+    smi = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+    _, found = findings(smi + "$ lsmod | grep nouveau\nnouveau              2203648  1\n")
+    assert found["CD118"]["severity"] == "error"
+    _, found = findings("$ lsmod | grep nouveau\nnouveau              2203648  1\n")
+    assert "CD118" not in found
