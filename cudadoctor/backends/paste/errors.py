@@ -344,8 +344,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (
         re.compile(
-            r"NVRM: API mismatch: the client has the version (?P<client>\d+(?:\.\d+)+), but\s+(?:NVRM:\s+)?this kernel module has "
-            r"the version (?P<module>\d+(?:\.\d+)+)"
+            r"NVRM: API mismatch: the client has the version (?P<client>\d+(?:\.\d+)+), but\s+"
+            r"(?:NVRM:\s+)?this kernel module has the version (?P<module>\d+(?:\.\d+)+)"
         ),
         _api_mismatch,
     ),
