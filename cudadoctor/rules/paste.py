@@ -1232,9 +1232,16 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
     """What the paste's own texts settle against the tables: torch's "not compatible" warning is its
     verdict on a GPU, so the tables' "runs only through PTX JIT" (CD217) for it goes."""
     p = f.paste
-    if p is None or not any(h.kind == "arch-not-in-build" for h in p.hits):
+    if p is None:
         return findings
-    return [x for x in findings if x.code != "CD217"]
+    if any(h.kind == "arch-not-in-build" for h in p.hits):
+        findings = [x for x in findings if x.code != "CD217"]
+    # "torch uses 1 GPU" (CD200, from is_available) is no verdict where the paste shows the build has no
+    # kernels for that GPU, or none at all
+    broken = {"CD202", "CD205", "CD206", "CD215"}
+    if any(x.code in broken and x.severity is Severity.ERROR for x in findings):
+        findings = [x for x in findings if x.code != "CD200"]
+    return findings
 
 
 def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
@@ -1397,6 +1404,24 @@ def _kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                 ],
             )
         )
+    elif "secure-boot-on" in kinds and f.driver is not None and f.driver.init_status == "DRIVER_NOT_LOADED":
+        out.append(
+            SECURE_BOOT.finding(
+                title=msg("Secure Boot is on and the NVIDIA module is not loaded: an unsigned module is refused"),
+                severity=Severity.WARNING,  # likely, not certain: modprobe's own error settles it
+                fix=[
+                    fix(
+                        msg('Load it by hand: "Key was rejected by service" confirms Secure Boot'),
+                        "sudo modprobe nvidia",
+                    ),
+                    fix(
+                        msg("Enrol the key DKMS signs modules with, reboot and confirm it in the blue MOK screen"),
+                        "sudo mokutil --import /var/lib/dkms/mok.pub",
+                        "sudo reboot",
+                    ),
+                ],
+            )
+        )
     if "nouveau-loaded" in kinds and f.driver is not None and f.driver.init_status == "DRIVER_NOT_LOADED":
         out.append(
             NOUVEAU.finding(
@@ -1442,6 +1467,24 @@ def _libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]
                         msg("Point the build at a toolkit of torch's CUDA"), f"export CUDA_HOME=/usr/local/cuda-{cuda}"
                     ),
                     fix(msg("Or install the torch built for the toolkit's CUDA"), "nvcc --version"),
+                ],
+            )
+        )
+    if "compile-toolchain-missing" in kinds:
+        from cudadoctor.rules.torch_compile import COMPILE_FAILED
+
+        out.append(
+            COMPILE_FAILED.finding(
+                title=msg(
+                    "torch.compile cannot build its kernels: {error}", error=kinds["compile-toolchain-missing"][0].text
+                ),
+                fix=[
+                    fix(
+                        msg("Install Triton for this torch (Linux; it comes with torch's CUDA wheels)"),
+                        "python -m pip install triton",
+                    ),
+                    fix(msg("And a C compiler (Debian, Ubuntu)"), "sudo apt-get install -y build-essential"),
+                    fix(msg("Or run without compiling"), "torch._dynamo.config.suppress_errors = True"),
                 ],
             )
         )

@@ -64,3 +64,56 @@ def test_nouveau_is_named_only_where_the_nvidia_module_is_not_loaded() -> None:
     assert found["CD118"]["severity"] == "error"
     _, found = findings("$ lsmod | grep nouveau\nnouveau              2203648  1\n")
     assert "CD118" not in found
+
+
+def test_dkms_that_could_not_build_the_module() -> None:
+    _, found = findings("Error! Bad return status for module build on kernel: 6.2.0-26-generic (x86_64)\n")
+    assert "6.2.0-26-generic" in found["CD119"]["title"]
+
+
+def test_secure_boot_on_and_no_module_is_a_warning_until_modprobe_says_so() -> None:
+    smi = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+    _, found = findings("$ mokutil --sb-state\nSecureBoot enabled\n$ nvidia-smi\n" + smi)
+    assert found["CD117"]["severity"] == "warning" and "sudo modprobe nvidia" in json.dumps(found["CD117"]["fix"])
+
+
+def test_wsl_list_shows_wsl1() -> None:
+    _, found = findings(
+        "PS C:\\> wsl -l -v\n  NAME            STATE           VERSION\n* Ubuntu-20.04    Running         1\n"
+    )
+    assert found["CD112"]["severity"] == "error"
+    from cudadoctor.cli import cli
+
+    r = CliRunner().invoke(
+        cli, ["triage"], input="  NAME            STATE           VERSION\n* Ubuntu-22.04    Running         2\n"
+    )
+    assert "CD112" not in r.stdout + r.stderr
+
+
+def test_torch_compile_without_triton() -> None:
+    _, found = findings(
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+        "RuntimeError: Cannot find a working triton installation. More information on installing Triton can be "
+        "found at https://github.com/openai/triton\n"
+    )
+    assert found["CD227"]["severity"] == "warning" and "pip install triton" in json.dumps(found["CD227"]["fix"])
+
+
+def test_the_arch_list_typed_at_a_prompt_is_the_builds() -> None:
+    from cudadoctor.backends.paste import read
+
+    p = read(">>> torch.cuda.get_arch_list()\n['sm_50', 'sm_60', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_90']\n")
+    assert p.facts.torch is not None and p.facts.torch.arch_flags == [
+        "sm_50",
+        "sm_60",
+        "sm_70",
+        "sm_75",
+        "sm_80",
+        "sm_86",
+        "sm_90",
+    ]
+    _, found = findings(
+        "GPU 0: NVIDIA GeForce RTX 5090 (UUID: GPU-1)\n>>> torch.cuda.get_arch_list()\n"
+        "['sm_50', 'sm_60', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_90']\n"
+    )
+    assert found["CD205"]["severity"] == "error"

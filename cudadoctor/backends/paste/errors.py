@@ -184,6 +184,12 @@ def _repl_version(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
 
 
+def _repl_arch(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_arch_flags", re.findall(r"(?:sm|compute)_\d+[af]?", m.group("flags")), _W)
+
+
 def _repl_available(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
     p.set("torch_available", m.group("v") == "True", _W)
@@ -236,6 +242,12 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"torch\.cuda\.is_available\(\)\)?\s*(?:>>>\s*)?(?P<v>True|False)\b"), _repl_available),
     (re.compile(r"torch\.version\.cuda\)?\s*(?:>>>\s*)?['\"]?(?P<v>\d+\.\d+|None)\b['\"]?"), _repl_cuda),
+    (
+        re.compile(
+            r"get_arch_list\(\)\)?\s*(?:>>>\s*)?\[(?P<flags>'(?:sm|compute)_\d+[af]?'(?:,\s*'(?:sm|compute)_\d+[af]?')*)\]"
+        ),
+        _repl_arch,
+    ),
     (re.compile(r"(?:The )?NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
     (re.compile(r"CUDA driver version is insufficient for CUDA runtime version"), _insufficient),
     (
@@ -338,6 +350,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(r"could not insert 'nvidia[\w-]*': (?:Key was rejected by service|Required key not available)"),
         _simple("secure-boot-rejects"),
     ),
+    (re.compile(r"Bad return status for module build on kernel: (?P<kernel>\S+)"), _simple("module-not-built")),
     (
         re.compile(r"Module (?P<module>nvidia[\w-]*) not found in directory /lib/modules/(?P<kernel>\S+)"),
         _simple("module-not-built"),
@@ -363,6 +376,15 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _simple("extension-cuda-mismatch"),
     ),
+    # torch.compile: Triton or a C/C++ compiler missing (torch/_inductor, triton's build)
+    (
+        re.compile(
+            r"Cannot find a working triton installation|InvalidCxxCompiler: No working C\+\+ compiler found"
+            r"|Failed to find C compiler\. Please specify via CC environment variable"
+        ),
+        _simple("compile-toolchain-missing"),
+    ),
+    (re.compile(r"\bSecureBoot enabled\b"), _simple("secure-boot-on")),
     # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
     (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
     # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)

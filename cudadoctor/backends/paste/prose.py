@@ -269,9 +269,19 @@ def _capped(hits: list[Hit]) -> list[Hit]:
     return out
 
 
+_WSL_LIST_ROW = re.compile(r"^\s*\*\s*(?P<name>\S+)\s+(?:Running|Stopped|Installing|Converting)\s+(?P<v>[12])\s*$")
+
+
 def _wsl(p: Partial, all_lines: list[str]) -> None:
     """WSL1 from a paste: its kernel ("4.4.0-19041-Microsoft"), or WSL on a Windows build older than
     18362, which has no WSL2 at all."""
+    # `wsl -l -v`: the default distribution (*) and its WSL version
+    for n, line in enumerate(all_lines):
+        m = _WSL_LIST_ROW.match(line)
+        if m and m.group("v") == "1" and n > 0 and "VERSION" in "".join(all_lines[max(0, n - 4) : n]):
+            p.hits.append(Hit("wsl1", short(line, 160), {"distro": m.group("name")}))
+            p.set("os", "Linux", where(n, line))
+            break
     builds = [int(h.detail["build"]) for h in p.hits if h.kind == "windows-build"]
     wsl_named = any(re.search(r"\bWSL\b|Subsystem for Linux|Ubuntu app", line) for line in all_lines)
     if not any(h.kind == "wsl1" for h in p.hits) and builds and builds[0] < 18362 and wsl_named:
