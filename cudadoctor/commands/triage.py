@@ -89,8 +89,10 @@ def header(paste: Paste) -> list[str]:
         facts.append(_("GPUs: {names}").format(names=", ".join(sorted({g.name or "?" for g in gpus}))))
     if facts:
         out.append("  " + _("; ").join(facts))
-    if p.hits:
-        kinds = list(dict.fromkeys(h.kind for h in p.hits))
+    from cudadoctor.backends.paste.prose import NOT_ERRORS
+
+    kinds = list(dict.fromkeys(h.kind for h in p.hits if h.kind not in NOT_ERRORS))
+    if kinds:
         out.append("  " + _("errors recognised: {kinds}").format(kinds=", ".join(kinds)))
     return out
 

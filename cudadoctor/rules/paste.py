@@ -227,6 +227,30 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(_runtime(runtime))
     if "harmless-warning" in kinds:
         out.append(_harmless(kinds["harmless-warning"]))
+    if "image-needs-newer-driver" in kinds:
+        h = kinds["image-needs-newer-driver"][0]
+        out.append(
+            DRIVER_TOO_OLD.finding(
+                title=msg(
+                    "The image needs CUDA {cuda} or newer, more than the host's NVIDIA driver supports",
+                    cuda=h.detail.get("cuda", "?"),
+                ),
+                why=msg(
+                    "The container hook compares the image's NVIDIA_REQUIRE_CUDA with the newest CUDA the host "
+                    "driver supports, and refuses to start it. Upgrade the host driver, or use an image of an "
+                    "older CUDA."
+                ),
+                fix=[
+                    fix(msg("On the host: the newest CUDA the driver supports"), "nvidia-smi"),
+                    fix(
+                        msg("Or pick an image tag of that CUDA or older"),
+                        "docker run --gpus all --rm nvidia/cuda:TAG nvidia-smi",
+                    ),
+                ],
+                tables=[Table(["nvidia-container-cli said"], [[h.text]])],
+            )
+        )
+        kinds = {k: v for k, v in kinds.items() if k != "nvidia-container-cli"}
     container = kinds.get("docker-no-gpu-runtime", []) + kinds.get("nvidia-container-cli", [])
     if container:
         out.append(_container(container[0], snap="docker-snap" in kinds))
@@ -1518,6 +1542,8 @@ _ARCH = (
     'torch._C._cuda_getArchFlags())"'
 )
 _MODULE = "cat /proc/driver/nvidia/version"
+_WHY = 'python -c "import torch; torch.zeros(1).cuda()"'
+
 _ENV = "env | grep -E '^CUDA_(VISIBLE_DEVICES|DEVICE_ORDER)='"
 _LIBS = "python -m pip list | grep -i -E '^(torch|nvidia-)'; echo $LD_LIBRARY_PATH"
 
@@ -1561,6 +1587,8 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     names = {x.name for x in d.devices} if d is not None else set()
     if len(names) > 1 and (f.system is None or f.system.env is None):
         asks.append((msg("which GPUs CUDA sees and in what order (mixed models)"), _ENV))
+    if t is not None and t.cuda_built and t.is_available is False:
+        asks.append((msg("torch's own reason why CUDA is not available"), _WHY))
     if any(h.kind in ("undefined-symbol", "cannot-open-library") for h in p.hits):
         asks.append((msg("which torch and nvidia-* wheels are installed, and the library search path"), _LIBS))
     if not asks:

@@ -117,3 +117,21 @@ def test_the_arch_list_typed_at_a_prompt_is_the_builds() -> None:
         "['sm_50', 'sm_60', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_90']\n"
     )
     assert found["CD205"]["severity"] == "error"
+
+
+def test_an_image_that_needs_a_newer_host_driver() -> None:
+    _, found = findings(
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver "
+        "to a newer version, or use an earlier cuda container: unknown.\n"
+    )
+    assert "CUDA 12.4 or newer" in found["CD902"]["title"] and "CD910" not in found
+
+
+def test_a_cuda_build_that_is_not_available_is_never_healthy() -> None:
+    """The index of the install line names the build; is_available() False then asks torch for its reason."""
+    code, found = findings(
+        "pip install torch --index-url https://download.pytorch.org/whl/cu118\n"
+        "torch.cuda.is_available() returns False\n"
+        "| NVIDIA-SMI 470.82.01    Driver Version: 470.82.01    CUDA Version: 11.4     |\n"
+    )
+    assert code == 3 and "torch.zeros(1).cuda()" in found["CD901"]["title"]

@@ -425,6 +425,11 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(r"could not select device driver \"\" with capabilities: \[\[gpu\]\]"),
         _simple("docker-no-gpu-runtime"),
     ),
+    # the image's NVIDIA_REQUIRE_CUDA checked by the container hook against the host driver
+    (
+        re.compile(r"unsatisfied condition: cuda\s*>=\s*(?P<cuda>\d+\.\d+)"),
+        _simple("image-needs-newer-driver"),
+    ),
     (re.compile(r"nvidia-container-cli: (?P<what>[^\n]{0,120})"), _simple("nvidia-container-cli")),
 ]
 

@@ -111,6 +111,28 @@ def _gpu(p: Partial, line: str, w: str) -> None:
             return
 
 
+# What this module reads that is a fact or a command line, not an error text (triage's header lists
+# the errors it recognised apart from these).
+NOT_ERRORS = frozenset(
+    {
+        "gpu-named",
+        "install-index",
+        "pip-install-torch",
+        "conda-install",
+        "container-context",
+        "container-ran-smi",
+        "docker-snap",
+        "visible-devices-set",
+        "windows-build",
+        "linux-driver-install",
+        "jetson",
+        "p2p-disabled",
+        "hang",
+        "nproc-per-node",
+        "says-cpu-build",
+        "gpu-ran",
+    }
+)
 _MAX_PER_KIND = 3  # a long log repeats its lines: a few of each say it
 
 
@@ -137,8 +159,21 @@ def _driver_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
 
 
 def _index_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
-    if re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
-        p.hits.append(Hit("install-index", short(line, 160), {"variant": m.group("variant"), "where": w}))
+    """`pip install torch … --index-url …/whl/cu118`: the index names the build that was installed."""
+    if not re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
+        return
+    variant = m.group("variant")
+    p.hits.append(Hit("install-index", short(line, 160), {"variant": variant, "where": w}))
+    if not re.search(r"\binstall\b[^#\n]*\btorch\b", line):
+        return
+    if variant == "cpu":
+        p.set("torch_cuda_built", False, w)
+        p.set("torch_installed", True, w)
+    elif variant.startswith("cu"):
+        digits = variant[2:]
+        p.set("torch_cuda_built", True, w)
+        p.set("torch_cuda", f"{int(digits[:-1])}.{digits[-1]}", w)
+        p.set("torch_installed", True, w)
 
 
 def _conda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
