@@ -300,7 +300,11 @@ def _read(f: Facts) -> Finding:
     assert p is not None
     rows = [[s.what, s.value, s.where] for s in p.seen]
     rows += [[s.what, s.value, f"derived: {s.where}"] for s in p.derived]
-    rows += [["error text", h.text, h.kind] for h in p.hits[:12]]
+    from cudadoctor.backends.paste.prose import NOT_ERRORS
+
+    for h in p.hits[:16]:
+        where = f"{h.kind}, {h.detail['where']}" if h.detail.get("where") else h.kind
+        rows.append(["line read" if h.kind in NOT_ERRORS else "error text", h.text, where])
     formats = ", ".join(p.formats)
     if p.from_report:
         title = msg("Read from the paste: {formats} (the report's own facts are used as they are)", formats=formats)
@@ -1071,7 +1075,7 @@ def _cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
             fix(
                 msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
                 "python -m pip uninstall -y torch",
-                _torch_install(dataclasses.replace(f, torch=None)),
+                _cuda_build_install(f),
             )
         ],
     )
@@ -1091,7 +1095,7 @@ def _cpu_torch_beside_gpu(f: Facts, h: PasteHit) -> Finding:
             fix(
                 msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
                 "python -m pip uninstall -y torch",
-                _torch_install(dataclasses.replace(f, torch=None)),
+                _cuda_build_install(f),
             )
         ],
     )
@@ -1212,16 +1216,43 @@ def _arch_beyond_cuda(f: Facts) -> list[Finding]:
                     need=need,
                     cuda=t.cuda,
                 ),
-                fix=_advice_fix(f, msg("Install a build compiled for this GPU"))
-                or [
-                    fix(
-                        msg("Install a torch built with CUDA {need} or newer", need=need),
-                        _torch_install(dataclasses.replace(f, torch=None)),
-                    )
-                ],
+                fix=_advice_fix(f, msg("Install a build compiled for this GPU")) or _cuda_at_least(first),
             )
         )
     return out
+
+
+def _oldest_variant(need: tuple[int, int] = (0, 0)) -> wheels.Variant | None:
+    """With the driver unknown, the build of the newest release with the oldest CUDA that has `need`:
+    the one most drivers run (nvidia-smi's "CUDA Version" must be at least the wheel's)."""
+    fitting = sorted((v for v in wheels.variants(wheels.newest_release()) if v.cuda >= need), key=lambda v: v.cuda)
+    return fitting[0] if fitting else None
+
+
+def _cuda_build_install(f: Facts) -> str:
+    """The install line for a CUDA build: the driver's best where it is known, else the oldest CUDA."""
+    if f.driver is not None and f.driver.driver_version:
+        return _torch_install(dataclasses.replace(f, torch=None))
+    v = _oldest_variant()
+    return f"python -m pip install torch --index-url {v.index_url}" if v else "python -m pip install torch"
+
+
+def _cuda_at_least(need: tuple[int, int]) -> list[Fix]:
+    v = _oldest_variant(need)
+    if v is None:
+        return []
+    return [
+        fix(
+            msg(
+                "Install a torch built with CUDA {need} or newer ({variant}); nvidia-smi's CUDA Version must be at "
+                "least the wheel's",
+                need=f"{need[0]}.{need[1]}",
+                variant=v.name,
+            ),
+            "nvidia-smi",
+            f"python -m pip install torch --index-url {v.index_url}",
+        )
+    ]
 
 
 def _torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
@@ -1242,12 +1273,8 @@ def _torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
             flags=h.detail.get("flags", ""),
         ),
         fix=_advice_fix(f, msg("Install a build compiled for this GPU"))
-        or [
-            fix(
-                msg("Install a torch built for this GPU (a newer CUDA variant)"),
-                _torch_install(dataclasses.replace(f, torch=None)),
-            )
-        ],
+        or _cuda_at_least(_FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")) if cc != "?" else (0, 0), (0, 0)))  # type: ignore[arg-type]
+        or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), "nvidia-smi")],
         tables=[Table(["torch said"], [[h.text]])],
     )
 

@@ -118,3 +118,18 @@ def test_harmless_warnings_need_no_fix(warning: str) -> None:
 def test_a_launcher_log_shows_the_gpu_ran() -> None:
     d = hits("pytorch version: 2.2.2+cu121\nDevice: cuda:0 NVIDIA GeForce RTX 3060 Ti : cudaMallocAsync\n")
     assert "gpu-ran" in d and d["gpu-ran"]["why"] == "line 2"
+
+
+@pytest.mark.parametrize(
+    "driver", ["", "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |\n"]
+)
+def test_a_cpu_torch_beside_a_run_on_the_gpu(driver: str) -> None:
+    """Two Ultralytics banners: the machine has the GPU, the later environment a CPU-only torch. The fix
+    installs the driver's CUDA build where the driver is shown, else the oldest CUDA of the newest release."""
+    code, data = triage(
+        driver + "Ultralytics YOLOv8.0.53 Python-3.9.1 torch-1.8.1+cu111 CUDA:0 (NVIDIA GeForce RTX 3070, 8192MiB)\n"
+        "Ultralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU\n"
+    )
+    cpu = next(f for f in data["findings"] if f["code"] == "CD202")
+    assert code == 1 and "torch 2.0.0+cpu is a CPU-only build" in cpu["title"] and "RTX 3070" in cpu["title"]
+    assert any("download.pytorch.org/whl/cu" in c for fx in cpu["fix"] for c in fx["commands"])
