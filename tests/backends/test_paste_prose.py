@@ -148,3 +148,11 @@ def test_every_prose_fact_shows_its_line() -> None:
     assert seen["torch version"] == "line 2 of prose and command lines"
     code, out = triage("Hi,\nI have a Quadro P2000, installed pytorch 1.8 with pip, CUDA 11.1\nthanks")
     assert "Quadro P2000" in out and "line 2" in out and code == 3
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu"),
+    [("我的显卡是3090，跑不起来", "3090"), ("3090显卡", "3090"), ("그래픽 카드는 RTX 3060입니다", "RTX 3060")],
+)
+def test_gpus_named_in_chinese_and_korean_sentences(line: str, gpu: str) -> None:
+    assert [g.name for g in parsed(line).torch_gpus] == [gpu]
