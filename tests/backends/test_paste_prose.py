@@ -156,3 +156,8 @@ def test_every_prose_fact_shows_its_line() -> None:
 )
 def test_gpus_named_in_chinese_and_korean_sentences(line: str, gpu: str) -> None:
     assert [g.name for g in parsed(line).torch_gpus] == [gpu]
+
+
+def test_a_bare_driver_number_under_a_line_that_names_the_driver() -> None:
+    assert parsed("OS: Ubuntu 22.04\nNVIDIA driver:\n535.104.05\n").values["driver_version"] == "535.104.05"
+    assert "driver_version" not in parsed("OS: Ubuntu 22.04\n535.104.05\n").values

@@ -290,9 +290,28 @@ def parse(all_lines: list[str]) -> Partial:
                     handler(p, line, w, m)
         if not p.torch_gpus and _GPU_CONTEXT.search(lower):
             _gpu(p, line, w or where(n, line))
+    _bare_driver(p, all_lines)
     _wsl(p, all_lines)
     p.hits = _capped(p.hits)
     return p
+
+
+_BARE_VERSION = re.compile(r"^\s*(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)\s*$")
+
+
+def _bare_driver(p: Partial, all_lines: list[str]) -> None:
+    """A driver number on a line of its own, under a line that names the driver: "NVIDIA driver:" then
+    "535.104.05". A bare number anywhere else is not read."""
+    if "driver_version" in p.values:
+        return
+    previous = ""
+    for n, line in enumerate(all_lines):
+        m = _BARE_VERSION.match(line)
+        if m and re.search(r"driver|驱动", previous, re.I):
+            p.set("driver_version", m.group("v"), where(n, line))
+            return
+        if line.strip():
+            previous = line
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:
