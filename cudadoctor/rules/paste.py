@@ -1570,6 +1570,7 @@ _ARCH = (
 )
 _MODULE = "cat /proc/driver/nvidia/version"
 _WHY = 'python -c "import torch; torch.zeros(1).cuda()"'
+_NCCL = "NCCL_DEBUG=INFO python train.py 2>&1 | grep NCCL  # the same command, with NCCL's log"
 
 _ENV = "env | grep -E '^CUDA_(VISIBLE_DEVICES|DEVICE_ORDER)='"
 _LIBS = "python -m pip list | grep -i -E '^(torch|nvidia-)'; echo $LD_LIBRARY_PATH"
@@ -1616,6 +1617,10 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
         asks.append((msg("which GPUs CUDA sees and in what order (mixed models)"), _ENV))
     if t is not None and t.cuda_built and t.is_available is False:
         asks.append((msg("torch's own reason why CUDA is not available"), _WHY))
+    if any(h.kind == "nccl-error" for h in p.hits):
+        asks.append(
+            (msg("NCCL's own reason: its log names the transport that failed (shared memory, P2P, network)"), _NCCL)
+        )
     if any(h.kind in ("undefined-symbol", "cannot-open-library") for h in p.hits):
         asks.append((msg("which torch and nvidia-* wheels are installed, and the library search path"), _LIBS))
     if not asks:

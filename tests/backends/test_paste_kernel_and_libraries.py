@@ -135,3 +135,8 @@ def test_a_cuda_build_that_is_not_available_is_never_healthy() -> None:
         "| NVIDIA-SMI 470.82.01    Driver Version: 470.82.01    CUDA Version: 11.4     |\n"
     )
     assert code == 3 and "torch.zeros(1).cuda()" in found["CD901"]["title"]
+
+
+def test_an_nccl_error_asks_for_nccls_own_log() -> None:
+    code, found = findings("RuntimeError: NCCL Error 2: unhandled system error\n")
+    assert code == 3 and "`NCCL_DEBUG=INFO python train.py 2>&1 | grep NCCL`" in found["CD901"]["title"]

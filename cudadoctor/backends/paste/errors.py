@@ -385,6 +385,14 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _simple("compile-toolchain-missing"),
     ),
     (re.compile(r"\bSecureBoot enabled\b"), _simple("secure-boot-on")),
+    # NCCL's own error classes (ncclResult_t): the reason is in its NCCL_DEBUG=INFO log
+    (
+        re.compile(
+            r"NCCL (?:error|Error \d+)[^\n]{0,120}?(?P<what>unhandled system error|unhandled cuda error|internal error"
+            r"|invalid usage|remote process exited or there was a network error)"
+        ),
+        _simple("nccl-error"),
+    ),
     # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
     (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
     # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)
