@@ -89,7 +89,7 @@ def header(paste: Paste) -> list[str]:
         facts.append(_("GPUs: {names}").format(names=", ".join(sorted({g.name or "?" for g in gpus}))))
     if facts:
         out.append("  " + _("; ").join(facts))
-    from cudadoctor.backends.paste.prose import NOT_ERRORS
+    from cudadoctor.facts.paste import NOT_ERRORS
 
     kinds = list(dict.fromkeys(h.kind for h in p.hits if h.kind not in NOT_ERRORS))
     if kinds:

@@ -300,7 +300,7 @@ def _read(f: Facts) -> Finding:
     assert p is not None
     rows = [[s.what, s.value, s.where] for s in p.seen]
     rows += [[s.what, s.value, f"derived: {s.where}"] for s in p.derived]
-    from cudadoctor.backends.paste.prose import NOT_ERRORS
+    from cudadoctor.facts.paste import NOT_ERRORS
 
     for h in p.hits[:16]:
         where = f"{h.kind}, {h.detail['where']}" if h.detail.get("where") else h.kind

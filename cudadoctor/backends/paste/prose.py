@@ -112,28 +112,6 @@ def _gpu(p: Partial, line: str, w: str) -> None:
             return
 
 
-# What this module reads that is a fact or a command line, not an error text (triage's header lists
-# the errors it recognised apart from these).
-NOT_ERRORS = frozenset(
-    {
-        "gpu-named",
-        "install-index",
-        "pip-install-torch",
-        "conda-install",
-        "container-context",
-        "container-ran-smi",
-        "docker-snap",
-        "visible-devices-set",
-        "windows-build",
-        "linux-driver-install",
-        "jetson",
-        "p2p-disabled",
-        "hang",
-        "nproc-per-node",
-        "says-cpu-build",
-        "gpu-ran",
-    }
-)
 _MAX_PER_KIND = 3  # a long log repeats its lines: a few of each say it
 
 
