@@ -51,7 +51,9 @@ def diagnose(paste: Paste) -> Report:
     from cudadoctor.rules import evaluate
 
     outcomes, expected = outcomes_for(paste.facts)
-    findings = evaluate(paste.facts, outcomes)
+    from cudadoctor.rules.paste import overruled
+
+    findings = overruled(paste.facts, evaluate(paste.facts, outcomes))
     # a paste that cannot settle whether torch can use the GPU gets no verdict but "not enough to tell"
     ask = next((x for x in findings if x.code == "CD901" and x.severity is Severity.WARNING), None)
     undecided = None
@@ -87,8 +89,10 @@ def header(paste: Paste) -> list[str]:
         facts.append(_("GPUs: {names}").format(names=", ".join(sorted({g.name or "?" for g in gpus}))))
     if facts:
         out.append("  " + _("; ").join(facts))
-    if p.hits:
-        kinds = list(dict.fromkeys(h.kind for h in p.hits))
+    from cudadoctor.facts.paste import NOT_ERRORS
+
+    kinds = list(dict.fromkeys(h.kind for h in p.hits if h.kind not in NOT_ERRORS))
+    if kinds:
         out.append("  " + _("errors recognised: {kinds}").format(kinds=", ".join(kinds)))
     return out
 

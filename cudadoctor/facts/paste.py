@@ -5,6 +5,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Hits that are a fact or a command line read from prose, not an error text (triage's header and the
+# paste table list the errors apart from these).
+NOT_ERRORS = frozenset(
+    {
+        "gpu-named",
+        "install-index",
+        "pip-install-torch",
+        "conda-install",
+        "container-context",
+        "container-ran-smi",
+        "docker-snap",
+        "visible-devices-set",
+        "windows-build",
+        "linux-driver-install",
+        "jetson",
+        "p2p-disabled",
+        "hang",
+        "nproc-per-node",
+        "says-cpu-build",
+        "gpu-ran",
+    }
+)
+
 
 @dataclass
 class PasteSeen:

@@ -605,9 +605,13 @@ def test_pip_list_grep_lines_are_read(listing):
     assert head[1].strip() == "torch version 2.5.1+cu124; torch built for CUDA 12.4"
 
 
-def test_prose_that_names_torch_is_not_a_pip_list():
+def test_prose_that_names_torch_is_read_as_prose_not_as_a_pip_list():
+    """Issue 27: a text that names a torch version is never "nothing to diagnose"; it is read from the
+    sentence (with its line), not taken for a pip list, and the rest is asked for."""
     r = cli(stdin=b"torch 2.5 is what we use here\nnvidia-smi 535.104\n")
-    assert r.returncode == 2 and b"nothing to diagnose" in r.stderr
+    out = r.stdout.decode()
+    assert r.returncode == 3 and "prose and command lines" in out and "pip list" not in out.split("\n")[0]
+    assert "torch version 2.5" in out and "NOT ENOUGH TO TELL" in out
 
 
 def test_the_where_column_keeps_the_line_when_it_is_cut():

@@ -313,7 +313,7 @@ def test_titles_built_from_facts_are_translated_whole() -> None:
     h100 = [ff.gpu(0, "NVIDIA H100 80GB HBM3", "9.0"), ff.gpu(1, "NVIDIA H100 80GB HBM3", "9.0")]
     collect(ff.healthy(h100))
     collect(ff.no_driver())
-    for path in sorted((ROOT / "tests" / "triage_corpus").iterdir()):
+    for path in sorted(p for p in (ROOT / "tests" / "triage_corpus").iterdir() if p.is_file()):  # real/: posts
         collect(read(path.read_text(encoding="utf-8", errors="replace")).facts)
     from cudadoctor.render.localize import title
 

@@ -18,7 +18,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudadoctor.backends.paste import collect_env, env_reports, errors, nvcc, nvidia_smi, packages, text
+from cudadoctor.backends.paste import (
+    collect_env,
+    env_reports,
+    errors,
+    nvcc,
+    nvidia_smi,
+    packages,
+    prose,
+    runtime,
+    text,
+)
 from cudadoctor.backends.paste import report as cd_report
 from cudadoctor.backends.paste.model import Gpu, Partial
 from cudadoctor.facts import (
@@ -32,6 +42,7 @@ from cudadoctor.facts import (
     TorchFacts,
 )
 from cudadoctor.facts.paste import PasteFacts, PasteHit, PasteSeen
+from cudadoctor.facts.platform import PlatformFacts, WslFacts
 from cudadoctor.knowledge.secrets import mask_secrets, mask_value
 
 # How each key is named in the "found in the paste" table.
@@ -104,8 +115,24 @@ def read(raw: str) -> Paste:
             part = parse(all_lines)
             if not part.empty():
                 partials.append(part)
+    # what a program printed while it ran, then facts written by hand: the least certain, read last
+    ran = runtime.parse(all_lines, text.joined(all_lines))
+    if not ran.empty():
+        partials.append(ran)
+    written = prose.parse(all_lines)
+    shown = {k for p in partials for k in p.values}
+    # a report's own lines outrank a sentence; torch's build follows from the version shown there
+    torch_keys = ("torch_version", "torch_cuda", "torch_cuda_built", "torch_installed")
+    written.values = {
+        k: v for k, v in written.values.items() if k not in shown and not (k in torch_keys and "torch_version" in shown)
+    }
+    if any(p.gpus or p.torch_gpus for p in partials):
+        written.torch_gpus = []  # a report's GPUs outrank a name in a sentence
+        written.hits = [h for h in written.hits if h.kind != "gpu-named"]
+    if not written.empty():
+        partials.append(written)
     formats = [p.format for p in partials[1:]]
-    if partials[0].hits:
+    if partials[0].hits or any(h.kind not in ("gpu-ran", "harmless-warning") for h in ran.hits):
         formats.append("error text")
     elif partials[0].values:
         formats.append("Python prompt output")
@@ -163,7 +190,16 @@ def _merge(partials: list[Partial]) -> Facts:
         ToolkitFacts(nvcc_path="nvcc", nvcc_version=values["nvcc_version"]) if "nvcc_version" in values else None
     )
     facts.torch = _torch(values, torch_gpus, pkgs, paste)
+    facts.platform = _platform(paste)
     return facts
+
+
+def _platform(paste: PasteFacts) -> PlatformFacts | None:
+    """WSL1, and a Linux driver installed inside WSL, as the paste shows them."""
+    if not any(h.kind == "wsl1" for h in paste.hits):
+        return None
+    drivers = [h.detail["package"] for h in paste.hits if h.kind == "linux-driver-install" and "package" in h.detail]
+    return PlatformFacts(wsl=WslFacts(version=1, linux_driver_packages=drivers or None))
 
 
 def _derive(values: dict[str, Any], pkgs: dict[str, str], conda: dict[str, tuple[str, str]], paste: PasteFacts) -> None:

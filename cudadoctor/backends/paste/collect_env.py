@@ -75,6 +75,7 @@ _FIELDS = (
     "CPU",
     "Versions of relevant libraries",
 )
+_FLAT_KEYS = ("PyTorch version", "CUDA used to build", "Is CUDA available", "GPU models", "Nvidia driver")
 _FLAT_FIELD = re.compile(
     r"(?<![\w(/-])(?:" + "|".join(re.escape(f) for f in _FIELDS) + r")\s*:|(?<=\s)GPU \d+: |(?<=\s)\[(?:pip3?|conda)\] "
 )
@@ -85,7 +86,8 @@ def _expand(all_lines: list[str]) -> tuple[list[str], list[int]]:
     out: list[str] = []
     origin: list[int] = []
     for n, line in enumerate(all_lines):
-        starts = [m.start() for m in _FLAT_FIELD.finditer(line)] if len(line) > 120 else []
+        flat = len(line) > 120 and any(k in line for k in _FLAT_KEYS)  # a cheap test before the regex
+        starts = [m.start() for m in _FLAT_FIELD.finditer(line)] if flat else []
         if len(starts) < 3:
             out.append(line)
             origin.append(n)

@@ -139,6 +139,8 @@ def _undefined_symbol(p: Partial, m: re.Match[str]) -> None:
 
 def _cannot_open(p: Partial, m: re.Match[str]) -> None:
     lib = m.group("lib")
+    if "nvidia-container-cli" in m.string[max(0, m.start() - 160) : m.start()]:
+        return  # the container hook on the host failed to load it: nvidia-container-cli's error says so
     p.hits.append(Hit("cannot-open-library", short(m.group(0)), {"library": lib}))
     if lib.startswith("libnvidia-ml"):
         p.set("nvml_status", "LIBRARY_NOT_FOUND", _W)
@@ -182,6 +184,12 @@ def _repl_version(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
 
 
+def _repl_arch(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    p.set("torch_cuda_built", True, _W)
+    p.set("torch_arch_flags", re.findall(r"(?:sm|compute)_\d+[af]?", m.group("flags")), _W)
+
+
 def _repl_available(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
     p.set("torch_available", m.group("v") == "True", _W)
@@ -194,6 +202,14 @@ def _repl_cuda(p: Partial, m: re.Match[str]) -> None:
     else:
         p.set("torch_cuda_built", True, _W)
         p.set("torch_cuda", m.group("v"), _W)
+
+
+def _api_mismatch(p: Partial, m: re.Match[str]) -> None:
+    """The driver's libraries (the "client") and the loaded kernel module are different versions."""
+    p.set("nvml_status", "LIB_RM_VERSION_MISMATCH", _W)
+    p.set("nvml_library_version", m.group("client"), _W)
+    p.set("kernel_module_version", m.group("module"), _W)
+    p.hits.append(Hit("nvml-lib-rm-version-mismatch", short(m.group(0)), {}))
 
 
 def _simple(kind: str) -> Callable[[Partial, re.Match[str]], None]:
@@ -226,7 +242,13 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"torch\.cuda\.is_available\(\)\)?\s*(?:>>>\s*)?(?P<v>True|False)\b"), _repl_available),
     (re.compile(r"torch\.version\.cuda\)?\s*(?:>>>\s*)?['\"]?(?P<v>\d+\.\d+|None)\b['\"]?"), _repl_cuda),
-    (re.compile(r"The NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
+    (
+        re.compile(
+            r"get_arch_list\(\)\)?\s*(?:>>>\s*)?\[(?P<flags>'(?:sm|compute)_\d+[af]?'(?:,\s*'(?:sm|compute)_\d+[af]?')*)\]"
+        ),
+        _repl_arch,
+    ),
+    (re.compile(r"(?:The )?NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
     (re.compile(r"CUDA driver version is insufficient for CUDA runtime version"), _insufficient),
     (
         re.compile(
@@ -268,7 +290,10 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"undefined symbol: (?P<sym>[A-Za-z_][\w@.]*)"), _undefined_symbol),
     (re.compile(_SO + r": cannot open shared object file"), _cannot_open),
-    (re.compile(r"\[WinError (?:126|127|193|1114)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""), _win_dll),
+    (
+        re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""),
+        _win_dll,
+    ),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
     (re.compile(r"No module named '?torch'?(?![\w.])"), _no_torch),
@@ -287,6 +312,27 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _deserialize,
     ),
+    # checkpoints: pickle's own error on a Git LFS pointer ("version https://git-lfs…" starts with v),
+    # safetensors' HeaderTooLarge, torch.load's weights_only refusal (2.4+) and the global it names,
+    # load_state_dict's shape and key errors (module.py, every wording since 0.3)
+    (re.compile(r"invalid load key, '(?P<key>v)'"), _simple("ckpt-lfs-pointer")),
+    (re.compile(r"version https://git-lfs\.github\.com/spec"), _simple("ckpt-lfs-pointer")),
+    (re.compile(r"HeaderTooLarge"), _simple("ckpt-header-too-large")),
+    (
+        re.compile(r"Weights only load failed(?:[^\n]{0,1500}?Unsupported global: GLOBAL (?P<global>[\w.]+))?"),
+        _simple("ckpt-weights-only"),
+    ),
+    (
+        re.compile(
+            r"size mismatch for (?P<key>[\w.]+): copying a param with shape torch\.Size\((?P<saved>\[[\d, ]*\])\) "
+            r"from checkpoint, the shape in current model is torch\.Size\((?P<model>\[[\d, ]*\])\)"
+        ),
+        _simple("ckpt-shape-mismatch"),
+    ),
+    (
+        re.compile(r"(?:unexpected|missing) keys? \"(?P<prefix>module\.|_orig_mod\.)[\w.]+\" in state_dict", re.I),
+        _simple("state-dict-prefix"),
+    ),
     (
         re.compile(r"Unexpected key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
         _simple("state-dict-prefix"),
@@ -295,15 +341,102 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(r"Missing key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
         _simple("state-dict-prefix"),
     ),
-    (re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"), _simple("out-of-memory")),
     (re.compile(r"device-side assert triggered"), _simple("device-side-assert")),
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
     (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
     (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    # the kernel side (modprobe, dmesg / journal NVRM lines), as the kernel and the driver print them
+    (
+        re.compile(r"could not insert 'nvidia[\w-]*': (?:Key was rejected by service|Required key not available)"),
+        _simple("secure-boot-rejects"),
+    ),
+    (re.compile(r"Bad return status for module build on kernel: (?P<kernel>\S+)"), _simple("module-not-built")),
+    (
+        re.compile(r"Module (?P<module>nvidia[\w-]*) not found in directory /lib/modules/(?P<kernel>\S+)"),
+        _simple("module-not-built"),
+    ),
+    (
+        re.compile(
+            r"NVRM: API mismatch: the client has the version (?P<client>\d+(?:\.\d+)+), but\s+"
+            r"(?:NVRM:\s+)?this kernel module has the version (?P<module>\d+(?:\.\d+)+)"
+        ),
+        _api_mismatch,
+    ),
+    (re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+),[^\n]{0,120}"), _simple("xid")),
+    (re.compile(r"requires use of the NVIDIA open kernel modules"), _simple("needs-open-module")),
+    (
+        re.compile(r"\bnouveau\s+\d{6,}\s+\d+\b|\bnouveau \d{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "),
+        _simple("nouveau-loaded"),
+    ),
+    # torch.utils.cpp_extension building an extension with a toolkit of another CUDA major
+    (
+        re.compile(
+            r"The detected CUDA version \((?P<nvcc>[\d.]+)\) mismatches the version that was used to "
+            r"compile\s+PyTorch \((?P<torch>[\d.]+)\)"
+        ),
+        _simple("extension-cuda-mismatch"),
+    ),
+    # torch.compile: Triton or a C/C++ compiler missing (torch/_inductor, triton's build)
+    (
+        re.compile(
+            r"Cannot find a working triton installation|InvalidCxxCompiler: No working C\+\+ compiler found"
+            r"|Failed to find C compiler\. Please specify via CC environment variable"
+        ),
+        _simple("compile-toolchain-missing"),
+    ),
+    (re.compile(r"\bSecureBoot enabled\b"), _simple("secure-boot-on")),
+    # NCCL's own error classes (ncclResult_t): the reason is in its NCCL_DEBUG=INFO log
+    (
+        re.compile(
+            r"NCCL (?:error|Error \d+)[^\n]{0,120}?(?P<what>unhandled system error|unhandled cuda error|internal error"
+            r"|invalid usage|remote process exited or there was a network error)"
+        ),
+        _simple("nccl-error"),
+    ),
+    # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
+    (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
+    # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)
+    (re.compile(r"CUDA initialization: CUDA unknown error"), _named_80x(999)),
+    # attention kernels that need a newer GPU (xFormers' reason, vLLM's backend choice, flash-attn's check)
+    (
+        re.compile(
+            r"requires a GPU with compute capability > (?P<need>\d+\.\d)"
+            r"|Cannot use FlashAttention-2 backend for (?P<arch>Volta and Turing|Volta) GPUs"
+            r"|FlashAttention only supports (?P<newer>Ampere) GPUs or newer"
+        ),
+        _simple("attention-needs-newer-gpu"),
+    ),
+    # Lightning: "You requested GPUs: [0]\n But your machine only has: []"
+    (re.compile(r"You requested GPUs: \[[\d, ]+\]\s*But your machine only has: \[\]"), _simple("no-cuda-gpus")),
+    # shared memory: torch's DataLoader (torch/utils/data/_utils) and NCCL's shm transport
+    (
+        re.compile(
+            r"dataloader's workers are out of shared memory|insufficient shared memory \(shm\)"
+            r"|NCCL WARN Error while creating shared memory segment|NCCL WARN Call to posix_fallocate failed"
+        ),
+        _simple("shm-too-small"),
+    ),
+    # a program that asked for CUDA from a torch that has none (Ultralytics, xFormers)
+    (re.compile(r"Invalid CUDA '?device=[\w,]+'? requested"), _simple("cuda-wanted")),
+    (re.compile(r"xFormers was built for:?\s*PyTorch \S+\+cu\d+"), _simple("cuda-wanted")),
+    # vLLM: the model's context does not fit the KV cache the GPU's memory leaves
+    (
+        re.compile(
+            r"max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache"
+        ),
+        _simple("kv-cache-too-small"),
+    ),
+    (re.compile(r"invalid device ordinal"), _simple("invalid-ordinal")),
+    (re.compile(r"unspecified launch failure"), _simple("launch-failure")),
     (re.compile(r"CUDA error: unknown error"), _simple("cuda-unknown-error")),
     (
         re.compile(r"could not select device driver \"\" with capabilities: \[\[gpu\]\]"),
         _simple("docker-no-gpu-runtime"),
+    ),
+    # the image's NVIDIA_REQUIRE_CUDA checked by the container hook against the host driver
+    (
+        re.compile(r"unsatisfied condition: cuda\s*>=\s*(?P<cuda>\d+\.\d+)"),
+        _simple("image-needs-newer-driver"),
     ),
     (re.compile(r"nvidia-container-cli: (?P<what>[^\n]{0,120})"), _simple("nvidia-container-cli")),
 ]

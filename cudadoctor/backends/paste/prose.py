@@ -1,0 +1,323 @@
+"""Facts people write by hand and the command lines they paste: "I have an RTX 3090", "torch==1.7.1+cu101",
+"Driver 570.181", `pip install torch --index-url …/cu118`, `conda install pytorch … cpuonly`,
+`os.environ["CUDA_VISIBLE_DEVICES"] = "7"`, `docker run` without `--gpus`, `singularity exec` without
+`--nv`, a WSL1 kernel ("4.4.0-19041-Microsoft").
+
+Read conservatively: a number is a driver version only next to the word driver; a GPU only when its
+name is one knowledge/gpu_names.py knows; a torch version only next to torch/pytorch or as a wheel tag
+(+cu121, +cpu). Every value keeps the line it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from cudadoctor.backends.paste.model import Gpu, Hit, Partial
+from cudadoctor.backends.paste.text import short, where
+
+# A GPU model as people write it: "RTX 3090", "GTX1060", "2080ti", "A100-SXM4-40GB", "Quadro P2000", "T4".
+_GPU = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:NVIDIA\s+)?(?:GeForce\s+)?"
+    r"(?:(?:RTX|GTX|GT|GM|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
+    r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|H\d{3}|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
+    r"|Quadro\s+[A-Z]{0,3}\d{3,4}|TITAN\s+(?:X[Pp]?|V|RTX|Xp|Black|Z)"
+    r"|(?:^|(?<=[\s\u3000-\u9fff\uac00-\ud7af：:，,（(]))(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)"
+    r"(?![a-zA-Z0-9_])",
+    re.I,
+)
+# searched in the lower-cased line: a case-insensitive alternation is several times slower
+_GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro")
+
+_TORCH_VERSION = re.compile(
+    r"(?:\btorch|\bpytorch|\(you have)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=-]*\s*(?:==)?\s*v?"
+    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)\b",
+    re.I,
+)
+_WHEEL_TAG = re.compile(r"(?<![\w.])(?P<v>\d\.\d{1,2}\.\d{1,2}(?:\.dev\d+)?\+(?:cu\d{2,3}|cpu))(?![\w.])")
+_DRIVER = re.compile(
+    r"(?:driver(?:\s+version)?|NVRM version: NVIDIA UNIX \S+ Kernel Module|驱动(?:版本)?)\s*[:：=]?\s*(?:is\s+)?"
+    r"(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)\b",
+    re.I,
+)
+_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?P<variant>cu\d{2,3}|cpu|rocm[\d.]+)\b")
+_CONDA_CPU = re.compile(r"\bcpuonly\b|pytorch-mutex\S*\s+\S+\s+cpu\b|\bpytorch\S*\s+\S+\s+\S*(?:py\S*_)?cpu_\d")
+_CONDA_LIST_PYTORCH = re.compile(r"^\s*pytorch\s+(\d+\.\d+\S*)\s+(\S*cpu\S*|\S*cuda\S*)\s*(\S*)\s*$")
+_CVD = re.compile(
+    r"""(?:CUDA_VISIBLE_DEVICES['"]?\s*\]?\s*=\s*|CUDA_VISIBLE_DEVICES=|setenv\s+CUDA_VISIBLE_DEVICES\s+)"""
+    r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
+)
+_AVAILABLE = re.compile(
+    r"is_available(?:\(\))?[`*\s]*(?:(?:it|that|still|always|just)\s+)*(?:returns?|returning|returned|shows?|gives?|is|=|==|:|->|=>|返回为?|为|就是|結果)?"
+    r"\s*[`*]*\s*(?P<v>True|False)\b",
+    re.I,
+)
+_WINVER = re.compile(r"Microsoft Windows \[(?:Version|版本)\s+10\.0\.(\d{5})")
+_LINUX_DRIVER_INSTALL = re.compile(
+    r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)"
+)
+_CONTAINER_CONTEXT = re.compile(
+    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose)\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
+    r"|\bsingularity\s+(?:exec|run|shell|build)\b|\bapptainer\b|\bpodman\s+run\b"
+)
+_IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
+_SNAP_DOCKER = re.compile(r"\bsnap\s+install\s+docker\b")
+_NO_SMI = re.compile(r"nvidia-smi\S*\s*(?:命令)?[^\n]{0,12}?(?:command not found|not found|未找到|找不到)", re.I)
+_YOU_HAVE = re.compile(r"\(you have (?P<v>\d\.\d{1,2}\.\d{1,2}(?:\+(?:cu\d{2,3}|cpu))?)\)")
+_NOT_INSTALLED_TORCH = re.compile(r"built for:?\s*$|requires?\s*$|compatible with\s*$|>=\s*$|<\s*$", re.I)
+_SAYS_CPU = re.compile(r"\binstall(?:s|ed|ing)?\b[^.]{0,30}\bcpu[- ]?(?:only )?(?:version|build|variant)\b", re.I)
+_JETSON = re.compile(r"\bJetson\b|\bJetPack\b|\bL4T\b", re.I)
+_CAPABILITY = re.compile(
+    r"(?:cuda|compute) capability\s*(?:is|of|:|=>|=|->)?\s*(\d{1,2}\.\d)\b|\|\s*(\d\.\d)\s*$", re.I
+)
+_P2P_DISABLE = re.compile(r"NCCL_P2P_DISABLE\s*=\s*1")
+_HANG = re.compile(r"\b(?:hang|hangs|hung|stuck|freeze|freezes|frozen|deadlock)", re.I)
+_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)")
+_DEVICE_CUDA = re.compile(r"device\)?\s*(?:为|is|=|:|->)\s*['\"`]?cuda\b", re.I)
+_WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
+_DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
+_SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
+_IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
+
+
+def _torch(p: Partial, version: str, w: str) -> None:
+    p.set("torch_version", version, w)
+    p.set("torch_installed", True, w)
+    m = re.search(r"\+cu(\d{2,3})$", version)
+    if m:
+        d = m.group(1)
+        p.set("torch_cuda_built", True, w)
+        p.set("torch_cuda", f"{int(d[:-1])}.{d[-1]}", w)
+    elif version.endswith("+cpu"):
+        p.set("torch_cuda_built", False, w)
+
+
+def _gpu(p: Partial, line: str, w: str) -> None:
+    from cudadoctor.knowledge import gpu_names
+
+    if p.torch_gpus:
+        return
+    for m in _GPU.finditer(line):
+        name = m.group(0).strip()
+        # people write "GTX1060", "2080ti": the table's names have the spaces
+        spaced = re.sub(r"(?i)(\d)(ti|super)\b", r"\1 \2", re.sub(r"(?i)(RTX|GTX|GT|MX)\s?-?(\d)", r"\1 \2", name))
+        model = gpu_names.lookup(name) or gpu_names.lookup(spaced)
+        if model is None:
+            model = gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", spaced))
+        cap = _CAPABILITY.search(line[m.end() :])
+        cc = (cap.group(1) or cap.group(2)) if cap else (model.cc if model else None)
+        if cc is not None:
+            p.torch_gpus.append(Gpu(index=0, name=name, capability=cc))
+            p.hits.append(Hit("gpu-named", short(line, 120), {"gpu": name, "cc": cc, "where": w}))
+            return
+
+
+_MAX_PER_KIND = 3  # a long log repeats its lines: a few of each say it
+
+
+def _hit(kind: str, **detail: str) -> Callable[[Partial, str, str, re.Match[str]], None]:
+    def handler(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+        p.hits.append(Hit(kind, short(line, 160), {"where": w, **{k: m.group(v) for k, v in detail.items()}}))
+
+    return handler
+
+
+def _version_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    m = _YOU_HAVE.search(line) or _TORCH_VERSION.search(line) or _WHEEL_TAG.search(line)
+    if m is None:
+        return
+    before = line[max(0, m.start() - 24) : m.start()]
+    if re.search(r"torchvision|torchaudio|torchtext", before[-12:], re.I) or _NOT_INSTALLED_TORCH.search(before):
+        return  # another package's version, or the torch something was built for
+    _torch(p, m.group("v"), w)
+
+
+def _driver_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if "cuda driver version" not in line.lower():
+        p.set("driver_version", m.group("v"), w)
+
+
+def _index_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    """`pip install torch … --index-url …/whl/cu118`: the index names the build that was installed."""
+    if not re.search(r"\b(?:pip3?|uv)\b.*\binstall\b|index-url|extra-index-url|-f\s", line):
+        return
+    variant = m.group("variant")
+    p.hits.append(Hit("install-index", short(line, 160), {"variant": variant, "where": w}))
+    if not re.search(r"\binstall\b[^#\n]*\btorch\b", line):
+        return
+    if variant == "cpu":
+        p.set("torch_cuda_built", False, w)
+        p.set("torch_installed", True, w)
+    elif variant.startswith("cu"):
+        digits = variant[2:]
+        p.set("torch_cuda_built", True, w)
+        p.set("torch_cuda", f"{int(digits[:-1])}.{digits[-1]}", w)
+        p.set("torch_installed", True, w)
+
+
+def _conda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    listed = _CONDA_LIST_PYTORCH.match(line)
+    if listed:
+        p.conda.setdefault("pytorch", (listed.group(1), listed.group(2)))
+    if _CONDA_CPU.search(line) or re.search(r"::cpu-only-|[-_]cpu_\d\b|\+cpu-py", line):
+        p.hits.append(Hit("conda-cpu", short(line, 160), {"where": w}))
+    elif re.search(r"\bconda\s+(?:install|create)\b.*\b(?:pytorch|torch|vak)\b", line):
+        p.hits.append(Hit("conda-install", short(line, 160), {"where": w}))
+
+
+def _available_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.set("torch_available", m.group("v").lower() == "true", w)
+    p.set("torch_installed", True, w)
+
+
+def _cvd_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if "CUDA_VISIBLE_DEVICES" not in p.env:
+        p.env["CUDA_VISIBLE_DEVICES"] = m.group("v").replace(" ", "")
+        p.hits.append(Hit("visible-devices-set", short(line, 160), {"value": p.env["CUDA_VISIBLE_DEVICES"]}))
+
+
+def _wsl1_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.set("kernel", m.group(1), w)
+    p.set("os", "Linux", w)
+    p.hits.append(Hit("wsl1", short(line, 160), {"kernel": m.group(1)}))
+
+
+def _container_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    image = _IMAGE_CUDA.search(line)
+    detail = {"where": w, **({"cuda": image.group(1) or image.group(2)} if image else {})}
+    p.hits.append(Hit("container-context", short(line, 160), detail))
+    if re.search(r"\bnvidia-smi\b", line):  # the driver reached a container: its banner follows
+        p.hits.append(Hit("container-ran-smi", short(line, 160), {"where": w}))
+
+
+def _docker_run_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    gpus = r"--gpus|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|--device[= ]/dev/nvidia"
+    if not re.search(gpus, m.group("rest")):
+        p.hits.append(Hit("container-run-no-gpus", short(line, 160), {"where": w}))
+
+
+def _singularity_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if not re.search(r"--nv\b|--nvccli\b", m.group("rest")):
+        p.hits.append(Hit("singularity-no-nv", short(line, 160), {"where": w}))
+
+
+def _in_container_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.set("in_container", True, w)
+
+
+def _device_cuda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
+
+
+_Handler = Callable[[Partial, str, str, re.Match[str]], None]
+_ALWAYS = re.compile("")
+# (words of which one must be in the lower-cased line, pattern, handler): the words are a cheap test,
+# so a 1 MB log runs few patterns per line.
+_READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
+    (("torch", "+cu", "+cpu", "you have"), _ALWAYS, _version_line),
+    (("pip",), re.compile(r"\bpip3?\s+install\b[^#\n]*\btorch\b"), _hit("pip-install-torch")),
+    (("tar.gz",), re.compile(r"Downloading \S*torch-0\.\S+\.tar\.gz"), _hit("sdist")),
+    (("cpu",), _SAYS_CPU, _hit("says-cpu-build")),
+    (("jetson", "jetpack", "l4t"), _JETSON, _hit("jetson")),
+    (("nccl_p2p",), _P2P_DISABLE, _hit("p2p-disabled")),
+    (("hang", "hung", "stuck", "freez", "frozen", "deadlock"), _HANG, _hit("hang")),
+    (("nproc",), _NPROC, _hit("nproc-per-node", n=1)),
+    (("device",), _DEVICE_CUDA, _device_cuda_line),
+    (("driver", "驱动", "nvrm"), _DRIVER, _driver_line),
+    (("download.pytorch.org",), _INDEX, _index_line),
+    (("conda", "cpu", "pytorch "), _ALWAYS, _conda_line),
+    (("is_available",), _AVAILABLE, _available_line),
+    (("cuda_visible_devices",), _CVD, _cvd_line),
+    (("microsoft",), _WSL1, _wsl1_line),
+    (("windows",), _WINVER, _hit("windows-build", build=1)),
+    (("apt",), _LINUX_DRIVER_INSTALL, _hit("linux-driver-install", package=1)),
+    (
+        ("docker", "singularity", "apptainer", "podman", "from ", "pytorch/pytorch", "nvidia/cuda"),
+        _CONTAINER_CONTEXT,
+        _container_line,
+    ),
+    (("snap",), _SNAP_DOCKER, _hit("docker-snap")),
+    (("nvidia-smi",), _NO_SMI, _hit("nvidia-smi-not-found")),
+    (("docker", "podman"), _DOCKER_RUN, _docker_run_line),
+    (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
+    (("container", "容器"), _IN_CONTAINER, _in_container_line),
+]
+
+
+_WORDS = re.compile("|".join(re.escape(w) for words, _, _ in _READERS for w in words))
+
+
+def parse(all_lines: list[str]) -> Partial:
+    p = Partial("prose and command lines")
+    done: set[str] = set()
+    for n, line in enumerate(all_lines):
+        lower = line.lower()
+        if not lower.strip() or line in done:
+            continue  # a repeated line says nothing new: its first occurrence was read
+        done.add(line)
+        w = ""
+        for words, pattern, handler in _READERS if _WORDS.search(lower) else ():
+            if any(word in lower for word in words):
+                m = (
+                    pattern.search(line)
+                    if pattern is not _DOCKER_RUN and pattern is not _SINGULARITY
+                    else pattern.match(line)
+                )
+                if m:
+                    w = w or where(n, line)
+                    handler(p, line, w, m)
+        if not p.torch_gpus and _GPU_CONTEXT.search(lower):
+            _gpu(p, line, w or where(n, line))
+    _bare_driver(p, all_lines)
+    _wsl(p, all_lines)
+    p.hits = _capped(p.hits)
+    return p
+
+
+_BARE_VERSION = re.compile(r"^\s*(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)\s*$")
+
+
+def _bare_driver(p: Partial, all_lines: list[str]) -> None:
+    """A driver number on a line of its own, under a line that names the driver: "NVIDIA driver:" then
+    "535.104.05". A bare number anywhere else is not read."""
+    if "driver_version" in p.values:
+        return
+    previous = ""
+    for n, line in enumerate(all_lines):
+        m = _BARE_VERSION.match(line)
+        if m and re.search(r"driver|驱动", previous, re.I):
+            p.set("driver_version", m.group("v"), where(n, line))
+            return
+        if line.strip():
+            previous = line
+
+
+def _capped(hits: list[Hit]) -> list[Hit]:
+    seen: dict[str, int] = {}
+    out = []
+    for h in hits:
+        seen[h.kind] = seen.get(h.kind, 0) + 1
+        if seen[h.kind] <= _MAX_PER_KIND:
+            out.append(h)
+    return out
+
+
+_WSL_LIST_ROW = re.compile(r"^\s*\*\s*(?P<name>\S+)\s+(?:Running|Stopped|Installing|Converting)\s+(?P<v>[12])\s*$")
+
+
+def _wsl(p: Partial, all_lines: list[str]) -> None:
+    """WSL1 from a paste: its kernel ("4.4.0-19041-Microsoft"), or WSL on a Windows build older than
+    18362, which has no WSL2 at all."""
+    # `wsl -l -v`: the default distribution (*) and its WSL version
+    for n, line in enumerate(all_lines):
+        m = _WSL_LIST_ROW.match(line)
+        if m and m.group("v") == "1" and n > 0 and "VERSION" in "".join(all_lines[max(0, n - 4) : n]):
+            p.hits.append(Hit("wsl1", short(line, 160), {"distro": m.group("name")}))
+            p.set("os", "Linux", where(n, line))
+            break
+    builds = [int(h.detail["build"]) for h in p.hits if h.kind == "windows-build"]
+    wsl_named = any(re.search(r"\bWSL\b|Subsystem for Linux|Ubuntu app", line) for line in all_lines)
+    if not any(h.kind == "wsl1" for h in p.hits) and builds and builds[0] < 18362 and wsl_named:
+        line = next(h.text for h in p.hits if h.kind == "windows-build")
+        p.hits.append(Hit("wsl1", line, {"build": str(builds[0])}))
+        p.set("os", "Linux", "")

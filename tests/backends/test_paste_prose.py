@@ -1,0 +1,163 @@
+"""backends/paste/prose.py and what triage says about it: facts written by hand and command lines,
+read conservatively, each with its line; then the verdict of the real command line on the minimal post."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cudadoctor.backends.paste import prose, read, text
+
+
+def parsed(paste: str) -> prose.Partial:
+    return prose.parse(text.lines(paste))
+
+
+def kinds(paste: str) -> dict[str, dict[str, str]]:
+    return {h.kind: h.detail for h in parsed(paste).hits}
+
+
+def triage(paste: str, *args: str) -> tuple[int, str]:
+    from cudadoctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["triage", *args], input=paste)
+    return r.exit_code, r.stdout + r.stderr
+
+
+def codes(paste: str) -> dict[str, str]:
+    _, out = triage(paste, "--json")
+    return {f["code"]: f["severity"] for f in json.loads(out)["findings"]}
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu", "cc"),
+    [
+        ("I have a RTX 3090 graphics card.", "RTX 3090", "8.6"),
+        ("What GPU / hardware type are you using? nvidia gtx 1060 6gb", "nvidia gtx 1060", "6.1"),
+        ("My GPU(0) is a 2080ti", "2080ti", "7.5"),
+        ("GPU is GeForce GT 740M | 3.0", "GeForce GT 740M", "3.0"),  # an ambiguous name: the stated capability
+        ("my old graphics card (GeForce GM630m => cuda capability 2.1)", "GeForce GM630m", "2.1"),
+    ],
+)
+def test_a_gpu_named_in_a_sentence(line: str, gpu: str, cc: str) -> None:
+    p = parsed(line)
+    assert [(g.name, g.capability) for g in p.torch_gpus] == [(gpu, cc)]
+    assert kinds(line)["gpu-named"]["where"] == "line 1"
+
+
+@pytest.mark.parametrize("line", ["I resized 3090 images to 512 px", "The T4 of the form was filed", "loss 1080.5"])
+def test_a_number_is_not_a_gpu_without_a_gpu_context(line: str) -> None:
+    assert parsed(line).torch_gpus == []
+
+
+@pytest.mark.parametrize(
+    ("line", "version"),
+    [
+        ("The requirement in the txt file, torch==1.7.1+cu101, is too low", "1.7.1+cu101"),
+        ("- **PyTorch Version**: 2.2.0+cu121", "2.2.0+cu121"),
+        ("Ultralytics YOLOv8.1.3 🚀 Python-3.10.11 torch-2.1.0+cpu", "2.1.0+cpu"),
+        ("    PyTorch 2.1.2+cu121 with CUDA 1201 (you have 2.1.2+cpu)", "2.1.2+cpu"),  # xFormers: what is installed
+    ],
+)
+def test_the_torch_version_and_its_build(line: str, version: str) -> None:
+    p = parsed(line)
+    assert p.values["torch_version"] == version and p.where["torch_version"] == "line 1"
+    assert p.values["torch_cuda_built"] is ("+cu" in version)
+
+
+def test_a_driver_number_only_next_to_the_word_driver() -> None:
+    assert parsed("- **CUDA Version**: 12.8 (Driver 570.181)").values["driver_version"] == "570.181"
+    assert "driver_version" not in parsed("Ubuntu 22.04\n535.104\n").values
+    assert "driver_version" not in parsed("CUDA driver version is insufficient 10.2").values
+
+
+def test_command_lines_and_what_they_leave_out() -> None:
+    k = kinds(
+        "docker run -it --rm my/image python train.py\n"
+        "singularity shell nemo.sif\n"
+        "conda install pytorch torchvision cpuonly -c pytorch\n"
+        'os.environ["CUDA_VISIBLE_DEVICES"] = "7"\n'
+        "python -m torch.distributed.launch --nproc_per_node=4 train.py\n"
+    )
+    assert {"container-run-no-gpus", "singularity-no-nv", "conda-cpu", "visible-devices-set"} <= set(k)
+    assert k["visible-devices-set"]["value"] == "7" and k["nproc-per-node"]["n"] == "4"
+    assert "container-run-no-gpus" not in kinds("docker run --gpus all my/image\n")
+    assert "singularity-no-nv" not in kinds("singularity exec --nv img.sif python x.py\n")
+
+
+def test_wsl1_from_its_kernel_or_a_windows_build_without_wsl2() -> None:
+    assert "wsl1" in kinds("Error! Your kernel headers for kernel 4.4.0-19041-Microsoft cannot be found.")
+    assert "wsl1" in kinds("### Microsoft Windows [Version 10.0.17763.292]\n#### Ubuntu app WSL:\n")
+    assert "wsl1" not in kinds("Microsoft Windows [Version 10.0.22631.3593]\nWSL 2\n")
+
+
+# --- the verdicts of the real command line ------------------------------------------------------------
+
+
+def test_a_gpu_and_a_wheel_in_prose_give_the_arch_verdict() -> None:
+    """No torch 1.x arch list is in the tables, but CUDA 10.1 cannot compile for sm_86 at all."""
+    c = codes("I have a RTX 3090 graphics card. The requirement, torch==1.7.1+cu101, is too low.")
+    assert c["CD205"] == "error"
+    code, out = triage("I have a RTX 3090 graphics card. The requirement, torch==1.7.1+cu101, is too low.")
+    assert code == 1
+    assert "CUDA 10.1, which cannot compile for RTX 3090 (sm_86)" in " ".join(out.split())
+
+
+def test_visible_devices_set_in_code_hide_every_gpu() -> None:
+    c = codes("os.environ['CUDA_VISIBLE_DEVICES'] = '7'\nRuntimeError: No CUDA GPUs are available\n")
+    assert c["CD301"] == "error" and "CD909" not in c
+
+
+def test_more_ranks_than_visible_gpus() -> None:
+    c = codes("CUDA_VISIBLE_DEVICES=1,2 python -m torch.distributed.launch --nproc_per_node=4 train.py\n")
+    assert c["CD811"] == "error"
+
+
+def test_wsl1_is_the_cause_and_the_driver_error_follows_from_it() -> None:
+    code, out = triage(
+        "sudo apt install nvidia-driver-440\nNVIDIA-SMI has failed because it couldn't communicate with the "
+        "NVIDIA driver.\nError! Your kernel headers for kernel 4.4.0-19041-Microsoft cannot be found.\n"
+    )
+    assert code == 1 and "CD112 WSL1 has no GPU support" in out and "Follows from CD112" in out
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "My GPU is an RTX 4090 and nothing works.",
+        "torch 2.5 is what we use here",
+        "Driver Version: 550.54.14",
+        "RuntimeError: CUDA error: invalid device ordinal",
+    ],
+)
+def test_never_nothing_to_diagnose_when_a_gpu_driver_version_or_error_is_named(paste: str) -> None:
+    code, out = triage(paste)
+    assert code in (1, 3) and "nothing to diagnose" not in out and "None" not in out
+
+
+def test_text_without_any_of_them_is_nothing_to_diagnose() -> None:
+    code, out = triage("Thanks for the great project! How do I change the learning rate?\n")
+    assert code == 2 and "nothing to diagnose" in out
+
+
+def test_every_prose_fact_shows_its_line() -> None:
+    p = read("Hi,\nI have a Quadro P2000, installed pytorch 1.8 with pip, CUDA 11.1\nthanks")
+    seen = {s.what: s.where for s in p.facts.paste.seen}  # type: ignore[union-attr]
+    assert seen["torch version"] == "line 2 of prose and command lines"
+    code, out = triage("Hi,\nI have a Quadro P2000, installed pytorch 1.8 with pip, CUDA 11.1\nthanks")
+    assert "Quadro P2000" in out and "line 2" in out and code == 3
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu"),
+    [("我的显卡是3090，跑不起来", "3090"), ("3090显卡", "3090"), ("그래픽 카드는 RTX 3060입니다", "RTX 3060")],
+)
+def test_gpus_named_in_chinese_and_korean_sentences(line: str, gpu: str) -> None:
+    assert [g.name for g in parsed(line).torch_gpus] == [gpu]
+
+
+def test_a_bare_driver_number_under_a_line_that_names_the_driver() -> None:
+    assert parsed("OS: Ubuntu 22.04\nNVIDIA driver:\n535.104.05\n").values["driver_version"] == "535.104.05"
+    assert "driver_version" not in parsed("OS: Ubuntu 22.04\n535.104.05\n").values
