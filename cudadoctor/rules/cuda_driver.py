@@ -8,7 +8,7 @@ from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.model import Finding, Fix, Severity, plural
 from cudadoctor.rules import containers, health, kernel_module, predicates, wsl
-from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.catalogue import CUDA, entry, fix, named
 from cudadoctor.rules.driver import CONTAINER_FIX
 from cudadoctor.rules.predicates import container
 
@@ -30,6 +30,7 @@ LIBCUDA_MISSING_WITH_NVML = entry(
     """nvidia-smi can work while CUDA cannot: the driver's compute library (libcuda.so.1) is missing. In
     a container this means the runtime was told to mount only the utility libraries
     (NVIDIA_DRIVER_CAPABILITIES without "compute"); on a host the driver's compute package is missing.""",
+    breaks=(CUDA,),
 )
 CUINIT_FAILED = entry(
     "CD122",
@@ -39,6 +40,8 @@ CUINIT_FAILED = entry(
     "cuInit failed",
     """The CUDA driver library loaded, but initialising CUDA failed; torch.cuda.is_available() will be
     False with the same cause.""",
+    breaks=(CUDA,),
+    rests_on=(CUDA,),
 )
 CUINIT_HANG = entry(
     "CD123",
@@ -48,6 +51,7 @@ CUINIT_HANG = entry(
     "cuInit did not return",
     """Initialising CUDA hung and was stopped. Any CUDA program, torch included, will hang the same way:
     the kernel driver or a GPU is stuck.""",
+    breaks=(CUDA,),
 )
 STUB_LIBCUDA = entry(
     "CD124",
@@ -56,6 +60,7 @@ STUB_LIBCUDA = entry(
     "CUDA driver library",
     "The CUDA toolkit's stub libcuda was loaded instead of the driver",
     CU_INIT_ERRORS[34][1],
+    breaks=(CUDA,),
 )
 LIBCUDA_ABSENT = entry(
     "CD125",

@@ -20,11 +20,11 @@ from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.model import Finding, Fix, Severity, msg, plural
-from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.catalogue import CUDA, TORCH_BUILD, entry, fix, named
 from cudadoctor.rules.driver import GPU_LOST
 from cudadoctor.rules.libraries import import_failure_detail
 from cudadoctor.rules.predicates import driver_with_gpu, gpu_presence
-from cudadoctor.rules.story import BESIDE_TORCH, CONSEQUENCES, ROOT_CAUSES
+from cudadoctor.rules.story import beside_torch, breaks, rests_on
 
 TORCH_OK = entry(
     "CD200",
@@ -51,6 +51,7 @@ CPU_ONLY = entry(
     "A CPU-only PyTorch is installed, but this machine has an NVIDIA GPU",
     """This torch build has no CUDA support at all (torch.version.cuda is None), so it will never use
     the GPU, whatever the driver. The fix is a CUDA build of the same torch version.""",
+    breaks=(TORCH_BUILD,),
 )
 DRIVER_TOO_OLD = entry(
     "CD203",
@@ -62,6 +63,7 @@ DRIVER_TOO_OLD = entry(
     covers newer minors of the same major). This wheel needs a newer major than the driver supports:
     CUDA initialisation fails with "The NVIDIA driver on your system is too old". Either upgrade the
     driver or install the build of torch made for the driver's CUDA.""",
+    breaks=(TORCH_BUILD,),
 )
 MINOR_COMPAT = entry(
     "CD204",
@@ -73,6 +75,7 @@ MINOR_COMPAT = entry(
     (at or above the major's floor). Nearly everything works; code that needs PTX JIT-compiled by the
     driver (a GPU newer than the wheel's cubins) can fail, and the newest APIs report
     cudaErrorCallRequiresNewerDriver.""",
+    breaks=(TORCH_BUILD,),
 )
 ARCH_UNSUPPORTED = entry(
     "CD205",
@@ -83,6 +86,7 @@ ARCH_UNSUPPORTED = entry(
     """Each torch wheel is compiled for a list of GPU architectures (its arch list). A GPU whose compute
     capability is neither in that list nor reachable from an embedded PTX gets "no kernel image is
     available for execution on the device" at the first operation.""",
+    breaks=(TORCH_BUILD,),
 )
 GPU_TOO_OLD = entry(
     "CD206",
@@ -119,6 +123,7 @@ NOT_AVAILABLE = entry(
     "PyTorch",
     "torch.cuda.is_available() is False although the driver sees GPUs",
     """NVML reports GPUs, but torch cannot use any. The findings it names are the cause.""",
+    rests_on=(CUDA,),
 )
 IMPORT_FAILED = entry(
     "CD211",
@@ -128,6 +133,7 @@ IMPORT_FAILED = entry(
     "import torch fails",
     """torch is installed but raises on import: a broken or half-upgraded install, missing shared
     libraries, or a wheel for another Python version.""",
+    breaks=(TORCH_BUILD,),
 )
 TORCH_PROBE_FAILED = entry(
     "CD212",
@@ -145,6 +151,7 @@ ROCM_BUILD = entry(
     "PyTorch",
     "A ROCm (AMD) build of torch is installed on an NVIDIA machine",
     """ROCm builds of torch drive AMD GPUs through HIP; they cannot use an NVIDIA GPU.""",
+    breaks=(TORCH_BUILD,),
 )
 CODE_ADVICE = entry(
     "CD214",
@@ -163,6 +170,7 @@ NO_KERNEL = entry(
     "A kernel launch on the GPU failed",
     """CUDA initialised, but the first real operation failed. "no kernel image is available" means the
     build lacks this GPU's architecture; other errors point at the driver or the GPU.""",
+    rests_on=(CUDA,),
 )
 CPU_NO_GPU = entry(
     "CD216",
@@ -590,10 +598,6 @@ def _nvcc(f: Facts, t: TorchFacts) -> list[Finding]:
     ]
 
 
-# Errors of the torch build itself: each alone makes torch.cuda.is_available() False.
-_BUILD_CAUSES = ("CD202", "CD203", "CD204", "CD205", "CD211", "CD213")
-
-
 def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
     """The errors that can explain is_available() being False, the likeliest first: the torch build's own
     errors and the driver-level root causes, then the rest. A GPU lost while another is healthy
@@ -605,11 +609,12 @@ def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
         for x in findings
         if x.severity is Severity.ERROR
         and x.code != NOT_AVAILABLE.code
-        and x.code not in BESIDE_TORCH
+        and not beside_torch(x.code)
         and not (x.code == GPU_LOST.code and some_healthy)
-        and (x.code not in CONSEQUENCES or x.code in ROOT_CAUSES)
+        and (not rests_on(x.code) or breaks(x.code))
     ]
-    first = [x for x in causes if x.code in _BUILD_CAUSES or x.code in ROOT_CAUSES]
+    # the torch build's own errors (TORCH_BUILD) and the driver-level root causes first
+    first = [x for x in causes if breaks(x.code)]
     return first + [x for x in causes if x not in first]
 
 

@@ -18,6 +18,12 @@ from functools import cache, partial
 from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, Fix
 
+# imported before the functions below are defined: a submodule imported later would not rebind the
+# package's names `machines`, `checkpoints`, `fleets` to itself (they stay these functions)
+from cudadoctor.rules.examples import checkpoints as _checkpoints
+from cudadoctor.rules.examples import fleets as _fleets
+from cudadoctor.rules.examples import machines as _machines
+
 __all__ = ["Example", "checkpoints", "example_fixes", "examples", "fleets", "machines", "own_example"]
 
 
@@ -34,21 +40,15 @@ class Example:
 
 
 def machines() -> list[Facts]:
-    from cudadoctor.rules.examples.machines import machines as named
-
-    return list(named().values())
+    return list(_machines.machines().values())
 
 
 def checkpoints() -> list:
-    from cudadoctor.rules.examples.checkpoints import checkpoints as named
-
-    return list(named().values())
+    return list(_checkpoints.checkpoints().values())
 
 
 def fleets() -> list:
-    from cudadoctor.rules.examples.fleets import fleets as named
-
-    return list(named().values())
+    return list(_fleets.fleets().values())
 
 
 @cache
@@ -57,9 +57,6 @@ def examples() -> dict[str, Example]:
     from cudadoctor.rules import ckpt, evaluate, fit, fleet, watch
     from cudadoctor.rules.examples import fits, gate, training
     from cudadoctor.rules.examples.base import _ubuntu
-    from cudadoctor.rules.examples.checkpoints import checkpoints
-    from cudadoctor.rules.examples.fleets import fleets
-    from cudadoctor.rules.examples.machines import machines
 
     out: list[Example] = []
     facts, req = gate._gate()
@@ -68,10 +65,12 @@ def examples() -> dict[str, Example]:
         out.append(Example(name, "check --require-gpus 1", partial(evaluate, facts, [], req), facts))
     doctor = Facts(system=_ubuntu())
     out.append(Example("doctor-probes-failed", "check", partial(evaluate, doctor, gate._failed_probes()), doctor))
-    out += [Example(n, "check", partial(evaluate, f, []), f) for n, f in machines().items()]
-    out += [Example(n, "ckpt inspect", partial(ckpt.evaluate, c), None, c) for n, c in checkpoints().items()]
+    out += [Example(n, "check", partial(evaluate, f, []), f) for n, f in _machines.machines().items()]
+    out += [
+        Example(n, "ckpt inspect", partial(ckpt.evaluate, c), None, c) for n, c in _checkpoints.checkpoints().items()
+    ]
     out += [Example(n, "fit", partial(fit.evaluate, f), None, f) for n, f in fits.fits().items()]
-    out += [Example(n, "fleet", partial(fleet.evaluate, f), None, f) for n, f in fleets().items()]
+    out += [Example(n, "fleet", partial(fleet.evaluate, f), None, f) for n, f in _fleets.fleets().items()]
     out += [Example(n, "watch", partial(watch.evaluate, t), None, t) for n, t in training.timelines().items()]
     named = {e.name: e for e in out}
     assert len(named) == len(out), "two examples with one name"
