@@ -299,9 +299,10 @@ def evaluate(tl: Timeline) -> list[Finding]:
 
 def _too_short(tl: Timeline) -> Finding:
     took = f"{tl.duration:.1f} s" if tl.duration is not None else "briefly"
+    command = shlex.join(tl.command) if tl.command else "COMMAND"  # the command it watched, when it ran one
     return TOO_SHORT.finding(
         title=f"Too few samples to judge the run ({len(tl.samples)} in {took})",
-        fix=[fix("Watch a longer stretch, or sample more often", "cudadoctor watch --interval 0.2 -- COMMAND")],
+        fix=[fix("Watch a longer stretch, or sample more often", f"cudadoctor watch --interval 0.2 -- {command}")],
     )
 
 
@@ -514,6 +515,7 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
                     "Avoid a synchronising call every step",
                     "if step % 100 == 0:  # log every N steps, not every step",
                     "    print(loss.item())",
+                    lang="python",
                 ),
             ],
         )
@@ -543,6 +545,7 @@ def _memory(tl: Timeline, index: int) -> list[Finding]:
                     fix(
                         "Compute in bfloat16 (half the activation memory on Ampere and newer)",
                         'with torch.autocast("cuda", dtype=torch.bfloat16):',
+                        "    loss = loss_fn(model(inputs), targets)",
                     ),
                     fix(
                         "Trade compute for memory on deep models",
@@ -609,6 +612,7 @@ def _copies(tl: Timeline, index: int) -> list[Finding]:
                     "Avoid device-to-host copies in the loop",
                     "if step % 100 == 0:  # log every N steps, not every step",
                     "    print(loss.item())",
+                    lang="python",
                 ),
             ],
         )
