@@ -11,6 +11,8 @@ with the reason. tests/fixrunner.py holds the checks."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import Any
 
 import tomllib
@@ -19,7 +21,7 @@ from cudadoctor.facts import Facts
 from cudadoctor.model import Fix
 from cudadoctor.rules.examples import Example, examples
 from cudadoctor.rules.examples.base import _driver, _ubuntu
-from cudadoctor.rules.examples.table import KNOWN_WRONG, UNCHECKED
+from cudadoctor.rules.examples.table import KNOWN_WRONG, KNOWN_WRONG_SNIPPETS, UNCHECKED
 from tests import fixrunner
 from tests.fixrunner import Checked
 
@@ -139,3 +141,100 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert fixrunner.check_powershell("Write-Host 'it''s' \"a `\"b`\"\"") is None
     assert fixrunner.check_shell(['echo "open']) and fixrunner.check_python(["x = ("])
     assert fixrunner.check_yaml(["resources: {limits: {nvidia.com/gpu: 1}"])
+
+
+# --- checkpoint examples: their snippets run against their checkpoint, with the torch here -----------------
+
+NET = """
+import torch
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(n))
+
+
+class Net(torch.nn.Module):
+    '''conv1.weight, bn1.weight, fc.weight, fc.bias: the keys the examples' ResNet state dicts show.'''
+
+    def __init__(self, classes=6, head=False):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 4, 3, bias=False)
+        self.bn1 = Scale()
+        self.fc = torch.nn.Linear(4, classes)
+        if head:
+            self.classifier = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.conv1(x).mean((2, 3)) * self.bn1.weight)
+"""
+# each checkpoint example's file, written as its facts describe it (storages on the CPU: the snippets load
+# with map_location, so where they were saved does not change what they do), and the names its snippets
+# take from the user's code
+TRAINING = "{'model': {'module.' + k: v for k, v in Net().state_dict().items()}, 'optimizer': {}, 'epoch': 90}"
+CHECKPOINTS: dict[str, tuple[str, str, str]] = {
+    "ckpt-ddp-cuda0-on-laptop": ("ckpt/epoch_90.pt", TRAINING, "Net()"),
+    "ckpt-target-torch-unknown": ("resnet50.pt", "Net().state_dict()", "Net()"),
+    "ckpt-ddp-keys": ("resnet50.pt", "Net().state_dict()", "torch.nn.DataParallel(Net())"),
+    "ckpt-fine-tuned-head": (
+        "finetuned.pt",
+        "{**Net(classes=3).state_dict(), 'aux_head.weight': torch.zeros(2)}",
+        "Net(head=True)",
+    ),
+    "ckpt-fixed-copy": ("ckpt/epoch_90.fixed.pt", "Net().state_dict()", "Net()"),
+    "ckpt-torchscript": ("traced_model.pt", "torch.jit.script(Net())", "Net()"),
+}
+# snippets that cannot run here, and why
+CKPT_UNCHECKED = {
+    "'cuda:": "loads onto a GPU, which this test machine lacks",
+    "YOUR_SCRIPT": "imports the class from the user's own training script",
+}
+
+
+def _write_all(root) -> None:
+    """Each example's directory with net.py and its checkpoint, written by one interpreter (torch imports once)."""
+    script = "import os, shutil, torch\nfrom net import Net\n"
+    for name, (path, value, _model) in CHECKPOINTS.items():
+        target = f"{name}/{path}"
+        save = "torch.jit.save" if value.startswith("torch.jit") else "torch.save"
+        script += f"os.makedirs(os.path.dirname({target!r}), exist_ok=True)\nshutil.copy('net.py', {name!r})\n"
+        script += f"{save}({value}, {target!r})\n"
+    subprocess.run([sys.executable, "-c", script], cwd=root, check=True, timeout=300)
+
+
+def test_checkpoint_examples_snippets_run_against_their_checkpoint(tmp_path) -> None:
+    (tmp_path / "net.py").write_text(NET)
+    _write_all(tmp_path)
+    ran, skipped, failed, known = 0, 0, [], set()
+    for name, ex in examples().items():
+        if ex.command != "ckpt inspect":
+            continue
+        for finding in ex.findings():
+            for fx in finding.fix:
+                if fx.lang != "python":
+                    continue
+                text = "\n".join(fx.commands)
+                if any(p in text for p in CKPT_UNCHECKED) or name not in CHECKPOINTS:
+                    assert any(p in text for p in CKPT_UNCHECKED), f"{name}: a snippet with no checkpoint to run on"
+                    skipped += 1
+                    continue
+                path, _value, model = CHECKPOINTS[name]
+                if "before wrapping" in fx.when:  # the alternative that loads into the model not yet wrapped
+                    model = "Net()"
+                cwd = tmp_path / name
+                given = {
+                    "model": f"import torch\nfrom net import Net\nmodel = {model}",
+                    "state": f"import torch\nstate = torch.load({path!r}, map_location='cpu')",
+                }
+                ok, output = fixrunner._python(fx.commands, cwd, given, {})
+                ran += 1
+                listed = {p for p in KNOWN_WRONG_SNIPPETS if re.search(p, text)}
+                if not ok and listed:
+                    known |= listed
+                elif not ok:
+                    failed.append(f"{name} {finding.code} {fx.when!r}\n    {text}\n    {output[-800:]}")
+    assert not failed, "checkpoint snippets that fail as printed:\n" + "\n".join(failed)
+    assert known == set(KNOWN_WRONG_SNIPPETS), "a known-wrong snippet works now: remove it from table.py"
+    print(f"{ran} checkpoint snippets run, {skipped} unchecked, {len(known)} known wrong")
+    assert ran >= 8 and skipped >= 2, (ran, skipped)
