@@ -15,11 +15,7 @@ from typing import Any
 import click
 
 from cudadoctor import locale as i18n
-
-# Seconds, names_option, size_option, fail, run_command: re-exported from where they lived before
-# commands/options.py and commands/output.py, for the commands that still import them from here
-from cudadoctor.commands.options import Seconds, names_option, size_option  # noqa: F401
-from cudadoctor.commands.output import UsageError, echo, fail, flush_output, quiet_exit, run_command, usage  # noqa: F401
+from cudadoctor.commands.output import UsageError, echo, flush_output, quiet_exit, usage
 from cudadoctor.exitcodes import EXIT_INCOMPLETE
 from cudadoctor.locale import _
 from cudadoctor.version import __version__

@@ -44,13 +44,9 @@ def texts(f: Finding) -> list[tuple[str, str]]:
 
 
 def findings() -> list[Finding]:
-    from cudadoctor.rules.examples import _examples
+    from cudadoctor.rules.examples import examples
 
-    ex = _examples()
-    out: list[Finding] = []
-    for _codes, run in ex.pending:
-        out += run()
-    return out
+    return [f for ex in examples().values() for f in ex.findings()]
 
 
 def main(argv: list[str]) -> int:

@@ -1,11 +1,12 @@
-"""`cudadoctor explain CODE`: a finding's page from the catalogue, with its usual fixes."""
+"""`cudadoctor explain CODE`: a finding's page from the catalogue, with the fixes the rules give on the
+code's own example (rules/examples/table.py names it), else the catalogue's usual ones."""
 
 from __future__ import annotations
 
 import click
 from click.shell_completion import CompletionItem
 
-from cudadoctor.cli import echo, fail
+from cudadoctor.commands.output import echo, fail
 from cudadoctor.locale import _
 from cudadoctor.render.layout import cut, display_width, pad, wrap
 from cudadoctor.render.localize import label
@@ -22,7 +23,7 @@ def page(code: str, width: int = 80) -> str | None:
     )
     lines = [head, "", *wrap(_(e.summary), width), ""]
     lines += wrap(_(e.explanation), width)
-    fixes = list(e.fixes) or _example_fixes(e.code)
+    fixes = _example_fixes(e.code) or list(e.fixes)
     for f in fixes:
         lines += ["", *wrap(_("Fix — {when}:").format(when=label(f.when)), width, hang=2)]
         lines += [f"    {c}" for c in f.commands]
@@ -32,7 +33,7 @@ def page(code: str, width: int = 80) -> str | None:
 
 
 def _example_fixes(code: str) -> list:
-    """Fixes the rules give on the machines the catalogue keeps as examples (rules.examples)."""
+    """The fixes the rules give on the code's own example (only that example is evaluated: start-up time)."""
     from cudadoctor.rules.examples import example_fixes
 
     return example_fixes(code)

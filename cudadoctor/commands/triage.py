@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cudadoctor.cli import echo, fail, run_command
+from cudadoctor.commands.output import echo, fail, run_command
 from cudadoctor.locale import N_, _
 from cudadoctor.model import ProbeOutcome, Severity
 from cudadoctor.report import EXIT_USAGE

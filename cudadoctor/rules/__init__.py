@@ -13,15 +13,9 @@ from cudadoctor.rules import (  # noqa: F401  (imported for the catalogue)
 from cudadoctor.rules.catalogue import CATALOGUE, SECTIONS
 from cudadoctor.rules.check import evaluate
 from cudadoctor.rules.requirements import Requirements
-from cudadoctor.rules.story import BESIDE_TORCH, BREAKS, CONSEQUENCES, RESTS_ON, ROOT_CAUSES
 
 __all__ = [
-    "BESIDE_TORCH",
-    "BREAKS",
     "CATALOGUE",
-    "CONSEQUENCES",
-    "RESTS_ON",
-    "ROOT_CAUSES",
     "SECTIONS",
     "Requirements",
     "evaluate",

@@ -33,6 +33,13 @@ SECTIONS = (
 )
 
 
+# The layers a root cause breaks and a finding rests on (rules/story.py links them): NVML, the driver's
+# management library (GPU counts, free memory); CUDA, libcuda and cuInit (anything that runs on a GPU);
+# TORCH_BUILD, the torch build's own CUDA (an error of the build alone makes is_available() False).
+NVML, CUDA, TORCH_BUILD = "nvml", "cuda", "torch-build"
+LAYERS = (NVML, CUDA, TORCH_BUILD)
+
+
 @dataclass(frozen=True)
 class Entry:
     code: str
@@ -42,6 +49,11 @@ class Entry:
     summary: str  # the catalogue's one-line title
     explanation: str  # the page: what it means and why it matters
     fixes: tuple[Fix, ...] = ()  # the usual fixes, for `explain` and the docs (findings give this machine's)
+    # the story (rules/story.py): an error that breaks a layer is a root cause of every finding that rests on
+    # it; one beside torch (torchvision, an extension) is real but never why torch cannot use CUDA
+    breaks: frozenset[str] = frozenset()
+    rests_on: frozenset[str] = frozenset()
+    beside_torch: bool = False
 
     @property
     def docs(self) -> str:
@@ -73,13 +85,39 @@ CATALOGUE: dict[str, Entry] = {}
 
 
 def entry(
-    code: str, name: str, severity: Severity, section: str, summary: str, explanation: str, fixes: Iterable[Fix] = ()
+    code: str,
+    name: str,
+    severity: Severity,
+    section: str,
+    summary: str,
+    explanation: str,
+    fixes: Iterable[Fix] = (),
+    *,
+    breaks: Iterable[str] = (),
+    rests_on: Iterable[str] = (),
+    beside_torch: bool = False,
 ) -> Entry:
+    """A code's entry. `breaks`: the layers (LAYERS) this error breaks, making it a root cause of what rests
+    on them; `rests_on`: the layers whose failure this finding is what it looks like from higher up."""
     if code in CATALOGUE:
         raise ValueError(f"duplicate finding code {code}")
     if section not in SECTIONS:
         raise ValueError(f"{code}: unknown section {section!r}")
-    e = Entry(code, name, severity, section, summary, " ".join(explanation.split()), tuple(fixes))
+    unknown = (set(breaks) | set(rests_on)) - set(LAYERS)
+    if unknown:
+        raise ValueError(f"{code}: unknown layers {sorted(unknown)}")
+    e = Entry(
+        code,
+        name,
+        severity,
+        section,
+        summary,
+        " ".join(explanation.split()),
+        tuple(fixes),
+        frozenset(breaks),
+        frozenset(rests_on),
+        beside_torch,
+    )
     CATALOGUE[code] = e
     return e
 

@@ -8,7 +8,7 @@ from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.model import Finding, Fix, Severity, msg, msg_n
 from cudadoctor.rules import predicates
-from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.catalogue import CUDA, entry, fix, named
 from cudadoctor.rules.predicates import (
     CONTAINER_FIX,
     capabilities_cause,
@@ -37,6 +37,7 @@ LIBCUDA_MISSING_WITH_NVML = entry(
     """nvidia-smi can work while CUDA cannot: the driver's compute library (libcuda.so.1) is missing. In
     a container this means the runtime was told to mount only the utility libraries
     (NVIDIA_DRIVER_CAPABILITIES without "compute"); on a host the driver's compute package is missing.""",
+    breaks=(CUDA,),
 )
 CUINIT_FAILED = entry(
     "CD122",
@@ -46,6 +47,8 @@ CUINIT_FAILED = entry(
     "cuInit failed",
     """The CUDA driver library loaded, but initialising CUDA failed; torch.cuda.is_available() will be
     False with the same cause.""",
+    breaks=(CUDA,),
+    rests_on=(CUDA,),
 )
 CUINIT_HANG = entry(
     "CD123",
@@ -55,6 +58,7 @@ CUINIT_HANG = entry(
     "cuInit did not return",
     """Initialising CUDA hung and was stopped. Any CUDA program, torch included, will hang the same way:
     the kernel driver or a GPU is stuck.""",
+    breaks=(CUDA,),
 )
 STUB_LIBCUDA = entry(
     "CD124",
@@ -63,6 +67,7 @@ STUB_LIBCUDA = entry(
     "CUDA driver library",
     "The CUDA toolkit's stub libcuda was loaded instead of the driver",
     CU_INIT_ERRORS[34][1],
+    breaks=(CUDA,),
 )
 LIBCUDA_ABSENT = entry(
     "CD125",

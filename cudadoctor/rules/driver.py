@@ -8,7 +8,7 @@ from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
 from cudadoctor.knowledge.driver_install import LEGACY_BRANCH, SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
-from cudadoctor.rules.catalogue import CATALOGUE, entry, fix, named
+from cudadoctor.rules.catalogue import CATALOGUE, CUDA, NVML, entry, fix, named
 
 # CONTAINER_FIX, WSL_FIX: rules/paste.py imports them from here
 from cudadoctor.rules.predicates import (
@@ -47,6 +47,7 @@ NO_DRIVER = entry(
     """The NVIDIA driver's management library is missing, so no CUDA program (PyTorch included) can
     use a GPU here. On a Linux host the driver is not installed; in a container the GPU and driver
     were not passed in; under WSL2 the Windows driver provides it.""",
+    breaks=(NVML, CUDA),
 )
 DRIVER_NOT_LOADED = entry(
     "CD102",
@@ -56,6 +57,7 @@ DRIVER_NOT_LOADED = entry(
     "The NVIDIA kernel module is not loaded",
     """The user-space driver is installed but the kernel module (nvidia.ko) is not running: it failed
     to build for the running kernel, Secure Boot refused an unsigned module, or nouveau holds the GPU.""",
+    breaks=(NVML, CUDA),
 )
 VERSION_MISMATCH = entry(
     "CD103",
@@ -66,6 +68,7 @@ VERSION_MISMATCH = entry(
     """The user-space driver libraries were upgraded while the old kernel module is still loaded
     (typically an unattended upgrade). Every CUDA program fails until the module is reloaded or the
     machine rebooted.""",
+    breaks=(NVML, CUDA),
 )
 NO_PERMISSION = entry(
     "CD104",
@@ -75,6 +78,7 @@ NO_PERMISSION = entry(
     "No permission to open the NVIDIA devices",
     """The driver is loaded but this user may not open /dev/nvidia*: the device nodes belong to a
     group this user is not in, or a container was started without the devices.""",
+    breaks=(NVML, CUDA),
 )
 GPU_LOST = entry(
     "CD105",
@@ -102,6 +106,7 @@ NVML_ERROR = entry(
     "NVML failed to initialise",
     """NVML, the library behind nvidia-smi, returned an error on initialisation; CUDA programs will most
     likely fail the same way.""",
+    breaks=(NVML, CUDA),
 )
 NVML_QUERY_ERROR = entry(
     "CD129",
@@ -124,6 +129,7 @@ NO_GPU = entry(
     "No NVIDIA GPU in this machine",
     """The PCI bus has no NVIDIA display or 3D controller, so there is nothing for a driver to drive.
     PyTorch runs on the CPU here. Installing a driver or a CUDA build of torch will not change that.""",
+    breaks=(NVML, CUDA),
 )
 MACOS = entry(
     "CD109",
@@ -133,6 +139,7 @@ MACOS = entry(
     "macOS has no CUDA",
     """NVIDIA stopped CUDA for macOS after 10.2. On Apple silicon PyTorch uses the GPU through Metal
     (MPS): torch.device("mps").""",
+    breaks=(NVML, CUDA),
 )
 NO_DEVICES = entry(
     "CD110",

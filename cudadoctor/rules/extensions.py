@@ -29,6 +29,7 @@ NO_KERNELS = entry(
     on this GPU fails with "no kernel image is available for execution on the device", however well torch
     itself works. Prebuilt wheels of such packages target a list of architectures and a CUDA and torch
     release; a source build compiles for the architectures in TORCH_CUDA_ARCH_LIST.""",
+    beside_torch=True,
 )
 PTX_ONLY = entry(
     "CD241",
@@ -41,6 +42,7 @@ PTX_ONLY = entry(
     kept in the JIT cache (~/.nv/ComputeCache) afterwards, and failing with an "unsupported PTX version"
     error when the PTX is newer than the driver. Kernels tuned for newer architectures (tensor-core paths)
     may be missing altogether.""",
+    beside_torch=True,
 )
 OTHER_TORCH = entry(
     "CD242",
@@ -52,6 +54,7 @@ OTHER_TORCH = entry(
     API (libc10, libtorch), whose symbols change from release to release. With another torch installed it
     fails at import with `undefined symbol: _ZN3c10…` or an operator that "does not exist". pip installed it
     anyway because something installed torch afterwards (or --no-deps).""",
+    beside_torch=True,
 )
 OTHER_CUDA = entry(
     "CD244",
@@ -64,6 +67,7 @@ OTHER_CUDA = entry(
     else installs that runtime (an nvidia-cuda-runtime wheel, a toolkit on the library path), the import
     fails with "libcudart.so.12: cannot open shared object file"; when it is found, two CUDA runtimes share
     the process, and the package was built against another torch build than this one.""",
+    beside_torch=True,
 )
 SEEN = entry(
     "CD243",

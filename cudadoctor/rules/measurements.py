@@ -8,7 +8,7 @@ from cudadoctor.facts.nvml import NvmlDevice
 from cudadoctor.knowledge.pcie import link_gbps
 from cudadoctor.locale import N_
 from cudadoctor.model import Finding, Fix, Severity, Table, msg
-from cudadoctor.rules.catalogue import entry, fix
+from cudadoctor.rules.catalogue import CUDA, entry, fix
 
 BANDWIDTH = entry(
     "CD400",
@@ -56,6 +56,7 @@ BANDWIDTH_FAILED = entry(
     "Measurements",
     "The bandwidth measurement failed",
     """Copying between host and GPU raised an error; real training would fail the same way.""",
+    rests_on=(CUDA,),
 )
 MEASURE_SKIPPED = entry(
     "CD405",
@@ -127,6 +128,7 @@ SMOKE_FAILED = entry(
     "The training smoke test failed",
     """Training raised an error on a device. "no kernel image is available" means the torch build lacks
     this GPU's architecture (see CD205); out-of-memory means other processes hold the GPU.""",
+    rests_on=(CUDA,),
 )
 
 LOADER_ADVICE = fix(

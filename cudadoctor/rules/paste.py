@@ -1062,7 +1062,7 @@ def _checkpoints(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
 
 
 def _cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
-    from cudadoctor.rules.torch_build import CPU_ONLY
+    from cudadoctor.rules.torch_install import CPU_ONLY
 
     version = f.torch.version if f.torch is not None else None
     return CPU_ONLY.finding(
@@ -1082,7 +1082,7 @@ def _cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
 
 
 def _cpu_torch_beside_gpu(f: Facts, h: PasteHit) -> Finding:
-    from cudadoctor.rules.torch_build import CPU_ONLY
+    from cudadoctor.rules.torch_install import CPU_ONLY
 
     return CPU_ONLY.finding(
         title=msg(
@@ -1102,7 +1102,7 @@ def _cpu_torch_beside_gpu(f: Facts, h: PasteHit) -> Finding:
 
 
 def _placeholder_sdist(h: PasteHit) -> Finding:
-    from cudadoctor.rules.torch_build import NOT_INSTALLED
+    from cudadoctor.rules.torch_install import NOT_INSTALLED
 
     return NOT_INSTALLED.finding(
         title=msg(
@@ -1123,7 +1123,7 @@ def _placeholder_sdist(h: PasteHit) -> Finding:
 def _conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
     """conda chose pytorch's CPU build: the plan or list shows it, or a conda install was followed by
     is_available() False with nothing else to explain it."""
-    from cudadoctor.rules.libraries import CONDA_CPU
+    from cudadoctor.rules.torch_packages import CONDA_CPU
 
     if "conda-cpu" in kinds:
         h, sure = kinds["conda-cpu"][0], True
@@ -1297,10 +1297,10 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
 
 def _hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """What the paste's prose and logs say about the GPU generation, a Jetson, P2P and the launcher."""
-    from cudadoctor.rules.libraries import JETSON
     from cudadoctor.rules.multi_gpu import P2P_MISSING
     from cudadoctor.rules.requirements import LOW_CAPABILITY
     from cudadoctor.rules.torch_build import GPU_TOO_OLD
+    from cudadoctor.rules.torch_packages import JETSON
 
     out = []
     for name, cc in _gpus_with_cc(f):
@@ -1495,7 +1495,7 @@ def _kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
 def _libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """Extensions built, or torchvision installed, for another torch or CUDA."""
     from cudadoctor.rules.extensions import OTHER_CUDA
-    from cudadoctor.rules.libraries import COMPANION
+    from cudadoctor.rules.torch_packages import COMPANION
 
     out = []
     if "extension-cuda-mismatch" in kinds:

@@ -10,7 +10,7 @@ from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import parse_cc
 from cudadoctor.knowledge.units import exact_size, format_size
 from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
-from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.catalogue import CUDA, NVML, entry, fix, named
 from cudadoctor.rules.predicates import visibility
 
 
@@ -47,6 +47,7 @@ TOO_FEW_GPUS = entry(
     "Fewer GPUs than required",
     """--require-gpus (require-gpus) asks for at least this many GPUs that CUDA programs can see here
     and that meet the memory and capability requirements.""",
+    rests_on=(NVML,),
 )
 LOW_FREE_MEMORY = entry(
     "CD502",
@@ -57,6 +58,7 @@ LOW_FREE_MEMORY = entry(
     """--min-free-memory asks for this much free memory on each GPU a job will use: every GPU CUDA
     programs here can see, or with --require-gpus N at least N of them. Other processes hold the rest;
     `cudadoctor gpus` shows who.""",
+    rests_on=(NVML,),
 )
 LOW_CAPABILITY = entry(
     "CD503",
@@ -66,6 +68,7 @@ LOW_CAPABILITY = entry(
     "A GPU's compute capability is below the requirement",
     """--min-compute-capability asks for GPUs of at least this architecture (bf16 needs 8.0, FP8 8.9):
     every GPU CUDA programs here can see, or with --require-gpus N at least N of them.""",
+    rests_on=(NVML,),
 )
 TORCH_CUDA_MISMATCH = entry(
     "CD504",
@@ -83,6 +86,7 @@ CUDNN_REQUIRED = entry(
     "Requirements",
     "cuDNN is required but not usable",
     """--require-cudnn asks for torch.backends.cudnn.version() to answer on this machine.""",
+    rests_on=(CUDA,),
 )
 H2D_TOO_SLOW = entry(
     "CD506",
@@ -92,6 +96,7 @@ H2D_TOO_SLOW = entry(
     "Host-to-device bandwidth is below the requirement",
     """--min-h2d-gbps asks for at least this pinned host-to-device copy speed on every visible GPU; it
     needs the bandwidth measurement (`--only bandwidth` or `--full`).""",
+    rests_on=(CUDA,),
 )
 
 

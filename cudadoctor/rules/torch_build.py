@@ -20,9 +20,9 @@ from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cudnn_int_to_str, parse_version
 from cudadoctor.model import Finding, Message, Severity, msg, msg_n
-from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.catalogue import CUDA, TORCH_BUILD, entry, fix, named
 from cudadoctor.rules.driver import GPU_LOST
-from cudadoctor.rules.story import BESIDE_TORCH, CONSEQUENCES, ROOT_CAUSES
+from cudadoctor.rules.story import beside_torch, breaks, rests_on
 from cudadoctor.rules.torch_install import (
     advice_fix,
     code_advice,
@@ -51,6 +51,7 @@ DRIVER_TOO_OLD = entry(
     covers newer minors of the same major). This wheel needs a newer major than the driver supports:
     CUDA initialisation fails with "The NVIDIA driver on your system is too old". Either upgrade the
     driver or install the build of torch made for the driver's CUDA.""",
+    breaks=(TORCH_BUILD,),
 )
 
 MINOR_COMPAT = entry(
@@ -63,6 +64,7 @@ MINOR_COMPAT = entry(
     (at or above the major's floor). Nearly everything works; code that needs PTX JIT-compiled by the
     driver (a GPU newer than the wheel's cubins) can fail, and the newest APIs report
     cudaErrorCallRequiresNewerDriver.""",
+    breaks=(TORCH_BUILD,),
 )
 
 ARCH_UNSUPPORTED = entry(
@@ -74,6 +76,7 @@ ARCH_UNSUPPORTED = entry(
     """Each torch wheel is compiled for a list of GPU architectures (its arch list). A GPU whose compute
     capability is neither in that list nor reachable from an embedded PTX gets "no kernel image is
     available for execution on the device" at the first operation.""",
+    breaks=(TORCH_BUILD,),
 )
 
 GPU_TOO_OLD = entry(
@@ -114,6 +117,7 @@ NOT_AVAILABLE = entry(
     "PyTorch",
     "torch.cuda.is_available() is False although the driver sees GPUs",
     """NVML reports GPUs, but torch cannot use any. The findings it names are the cause.""",
+    rests_on=(CUDA,),
 )
 
 NO_KERNEL = entry(
@@ -124,6 +128,7 @@ NO_KERNEL = entry(
     "A kernel launch on the GPU failed",
     """CUDA initialised, but the first real operation failed. "no kernel image is available" means the
     build lacks this GPU's architecture; other errors point at the driver or the GPU.""",
+    rests_on=(CUDA,),
 )
 
 PTX_ONLY = entry(
@@ -383,10 +388,6 @@ def _nvcc(f: Facts, t: TorchFacts) -> list[Finding]:
     ]
 
 
-# Errors of the torch build itself: each alone makes torch.cuda.is_available() False.
-_BUILD_CAUSES = ("CD202", "CD203", "CD204", "CD205", "CD211", "CD213")
-
-
 def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
     """The errors that can explain is_available() being False, the likeliest first: the torch build's own
     errors and the driver-level root causes, then the rest. A GPU lost while another is healthy
@@ -398,11 +399,12 @@ def _ranked_causes(f: Facts, findings: list[Finding]) -> list[Finding]:
         for x in findings
         if x.severity is Severity.ERROR
         and x.code != NOT_AVAILABLE.code
-        and x.code not in BESIDE_TORCH
+        and not beside_torch(x.code)
         and not (x.code == GPU_LOST.code and some_healthy)
-        and (x.code not in CONSEQUENCES or x.code in ROOT_CAUSES)
+        and (not rests_on(x.code) or breaks(x.code))
     ]
-    first = [x for x in causes if x.code in _BUILD_CAUSES or x.code in ROOT_CAUSES]
+    # the torch build's own errors (TORCH_BUILD) and the driver-level root causes first
+    first = [x for x in causes if breaks(x.code)]
     return first + [x for x in causes if x not in first]
 
 

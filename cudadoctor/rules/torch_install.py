@@ -19,7 +19,7 @@ from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.facts.libraries import ImportFailure
 from cudadoctor.knowledge import wheels
 from cudadoctor.model import Finding, Fix, Severity, msg
-from cudadoctor.rules.catalogue import entry, fix, named
+from cudadoctor.rules.catalogue import TORCH_BUILD, entry, fix, named
 from cudadoctor.rules.libraries import drop_from_ld_library_path, library_facts, path_rules
 from cudadoctor.rules.predicates import driver_with_gpu, gpu_presence
 
@@ -41,6 +41,7 @@ CPU_ONLY = entry(
     "A CPU-only PyTorch is installed, but this machine has an NVIDIA GPU",
     """This torch build has no CUDA support at all (torch.version.cuda is None), so it will never use
     the GPU, whatever the driver. The fix is a CUDA build of the same torch version.""",
+    breaks=(TORCH_BUILD,),
 )
 
 IMPORT_FAILED = entry(
@@ -51,6 +52,7 @@ IMPORT_FAILED = entry(
     "import torch fails",
     """torch is installed but raises on import: a broken or half-upgraded install, missing shared
     libraries, or a wheel for another Python version.""",
+    breaks=(TORCH_BUILD,),
 )
 
 TORCH_PROBE_FAILED = entry(
@@ -70,6 +72,7 @@ ROCM_BUILD = entry(
     "PyTorch",
     "A ROCm (AMD) build of torch is installed on an NVIDIA machine",
     """ROCm builds of torch drive AMD GPUs through HIP; they cannot use an NVIDIA GPU.""",
+    breaks=(TORCH_BUILD,),
 )
 
 CODE_ADVICE = entry(

@@ -54,6 +54,7 @@ COMPANION = entry(
     CUDA variant (their Requires-Dist pins `torch==X.Y.Z`; the local tag, +cu126, names the variant). A
     pair that does not match fails at import or at the first custom operator: `operator torchvision::nms
     does not exist`, `undefined symbol`, or a CUDA error in a torchvision kernel.""",
+    beside_torch=True,
 )
 
 CONDA_CPU = entry(

@@ -219,7 +219,7 @@ def test_zh_cn_findings_doc_is_current() -> None:
 
 def test_titles_and_pages_translate_by_code() -> None:
     import cudadoctor.rules  # noqa: F401
-    from cudadoctor.locale import localize
+    from cudadoctor.render import localize
     from cudadoctor.rules.catalogue import CATALOGUE
 
     e = CATALOGUE["CD108"]

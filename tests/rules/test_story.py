@@ -43,6 +43,7 @@ from cudadoctor.report import Status, build
 from cudadoctor.rules import evaluate
 from cudadoctor.rules.examples import machines as example_machines
 from cudadoctor.rules.requirements import Requirements
+from cudadoctor.rules.story import breaks, rests_on
 
 GPUS = [
     ("Tesla K80", "3.7"),
@@ -404,6 +405,11 @@ def assert_one_story(findings: list) -> None:
     known = {f.code for f in findings}
     for f in findings:
         assert f.cause is None or f.cause in known, f"{f.code} points at {f.cause}, which is not in the report"
+    # what rests on a layer an error here breaks (as the entries declare it) follows from a root cause
+    broken = {layer for f in findings if f.severity is Severity.ERROR for layer in breaks(f.code)}
+    for f in findings:
+        if f.severity is Severity.ERROR and rests_on(f.code) & (broken - breaks(f.code)):
+            assert f.cause is not None, f"{f.code} rests on a broken layer yet names no cause: {sorted(codes)}"
 
 
 @SETTINGS
@@ -424,7 +430,7 @@ def test_no_two_findings_contradict(facts: Facts) -> None:
 def test_the_gate_never_contradicts_itself_nor_blames_what_is_no_cause(facts: Facts, need: int) -> None:
     """Issue 24: CD500 appears only when every requirement holds; every unmet one fails the gate; a gate
     finding follows only from a cause that breaks what it rests on (no CD502 "follows from" CD121)."""
-    from cudadoctor.rules import BREAKS, RESTS_ON
+    from cudadoctor.rules.story import breaks, rests_on
 
     for req in (
         Requirements(min_free_memory=8 << 30, min_compute_capability="8.0"),
@@ -435,7 +441,7 @@ def test_the_gate_never_contradicts_itself_nor_blames_what_is_no_cause(facts: Fa
         assert ("CD500" in codes) == (codes == {"CD500"}), codes
         assert all(f.severity is Severity.ERROR for f in gate if f.code != "CD500")
         for f in gate:
-            assert f.cause is None or BREAKS[f.cause] & RESTS_ON[f.code], (f.code, f.cause)
+            assert f.cause is None or breaks(f.cause) & rests_on(f.code), (f.code, f.cause)
 
 
 def test_the_hand_written_machines_tell_one_story() -> None:

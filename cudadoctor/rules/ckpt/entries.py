@@ -178,16 +178,6 @@ SAVED_ON_GPU = entry(
     where it will be loaded was not checked here (the target's torch could not be asked); map_location
     makes the load independent of them.""",
 )
-AUDIT_INCOMPLETE = entry(
-    "CD623",
-    "ckpt-audit-incomplete",
-    Severity.INFO,
-    S,
-    "Part of the checkpoint could not be checked",
-    """The doctor reads checkpoints without running them; some facts need the target interpreter's torch
-    (the devices usable here, torch's own allow-list, a test load onto the meta device). Those parts were
-    not checked, and nothing is claimed about them.""",
-)
 TRAINING = entry(
     "CD625",
     "ckpt-training-checkpoint",

@@ -23,19 +23,23 @@ def _weights(path: str, **kw: Any) -> CkptFacts:
     return CkptFacts(path, **base)
 
 
-def checkpoints() -> list[CkptFacts]:
+def checkpoints() -> dict[str, CkptFacts]:
     keys = ["module.conv1.weight", "module.bn1.weight", "module.fc.weight", "module.fc.bias"]
     training = [Content("model", "state dict"), Content("optimizer", "optimizer"), Content("epoch", "number", "90")]
     cpu_torch = CkptTorch(python=VENV, version="2.13.0+cpu", cuda_available=False, weights_only_default=True)
     one_gpu = CkptTorch(python=VENV, version="2.13.0+cu130", cuda_available=True, device_count=1)
     shards = [f"model-0000{i}-of-00004.safetensors" for i in range(1, 5)]
-    return [
+    return {
         # cloned without git-lfs: the file is the pointer
-        CkptFacts("resnet50.pt", format="lfs-pointer", size=133, lfs_oid="4f2c" + "0" * 60, lfs_size=102_540_000),
+        "ckpt-lfs-pointer": CkptFacts(
+            "resnet50.pt", format="lfs-pointer", size=133, lfs_oid="4f2c" + "0" * 60, lfs_size=102_540_000
+        ),
         # wget of a Hugging Face /blob/ URL: the HTML page
-        CkptFacts("model.safetensors", format="html", size=48_213, text_title="model.safetensors · acme/vit at main"),
+        "ckpt-html-page": CkptFacts(
+            "model.safetensors", format="html", size=48_213, text_title="model.safetensors · acme/vit at main"
+        ),
         # a download that stopped part-way
-        CkptFacts(
+        "ckpt-partial-download": CkptFacts(
             "ckpt/epoch_90.pt",
             format="corrupt",
             expected_format="torch-zip",
@@ -43,7 +47,7 @@ def checkpoints() -> list[CkptFacts]:
             detail="the zip's central directory is missing",
         ),
         # a safetensors file cut short
-        CkptFacts(
+        "ckpt-safetensors-cut-short": CkptFacts(
             "model.safetensors",
             format="corrupt",
             header_too_large=True,
@@ -51,13 +55,15 @@ def checkpoints() -> list[CkptFacts]:
             detail="the header claims 7,310,868,831 bytes, the file has 12,582,912",
         ),
         # a .tar.gz someone renamed to .pt
-        CkptFacts("weights.pt", format="unknown", size=97 << 20, detail="a gzip file"),
+        "ckpt-tarball-as-pt": CkptFacts("weights.pt", format="unknown", size=97 << 20, detail="a gzip file"),
         # torch.jit.save'd, opened with torch.load
-        CkptFacts("traced_model.pt", format="torchscript", size=98 << 20),
+        "ckpt-torchscript": CkptFacts("traced_model.pt", format="torchscript", size=98 << 20),
         # a DCP checkpoint directory from FSDP
-        CkptFacts("ckpt/step_1000", format="dcp", size=2 << 30, shards=["__0_0.distcp", "__1_0.distcp", ".metadata"]),
+        "ckpt-dcp-directory": CkptFacts(
+            "ckpt/step_1000", format="dcp", size=2 << 30, shards=["__0_0.distcp", "__1_0.distcp", ".metadata"]
+        ),
         # a sharded Hugging Face model with a shard missing
-        CkptFacts(
+        "ckpt-shard-missing": CkptFacts(
             "llama",
             format="hf-index",
             index_file="model.safetensors.index.json",
@@ -65,9 +71,9 @@ def checkpoints() -> list[CkptFacts]:
             missing_shards=shards[1:2],
         ),
         # saved by torch 1.4
-        CkptFacts("old/model.pth", format="torch-legacy", size=44 << 20),
+        "ckpt-torch-1-4": CkptFacts("old/model.pth", format="torch-legacy", size=44 << 20),
         # a DDP training checkpoint saved on cuda:0, opened on a laptop without CUDA
-        CkptFacts(
+        "ckpt-ddp-cuda0-on-laptop": CkptFacts(
             "ckpt/epoch_90.pt",
             format="torch-zip",
             size=306 << 20,
@@ -80,11 +86,11 @@ def checkpoints() -> list[CkptFacts]:
             torch=cpu_torch,
         ),
         # saved on cuda:3 of an 8-GPU box, loaded where one GPU is visible
-        _weights("resnet50.pt", storage_devices={"cuda:3": 320}, torch=one_gpu),
+        "ckpt-cuda3-one-gpu": _weights("resnet50.pt", storage_devices={"cuda:3": 320}, torch=one_gpu),
         # saved on a GPU; the target torch not asked
-        _weights("resnet50.pt", storage_devices={"cuda:0": 320}),
+        "ckpt-target-torch-unknown": _weights("resnet50.pt", storage_devices={"cuda:0": 320}),
         # a compiled model's state dict with a config class pickled from __main__
-        CkptFacts(
+        "ckpt-main-class": CkptFacts(
             "compiled.pt",
             format="torch-zip",
             size=102 << 20,
@@ -94,7 +100,7 @@ def checkpoints() -> list[CkptFacts]:
             globals=["__main__.TrainConfig", "collections.OrderedDict", "torch._utils._rebuild_tensor_v2"],
         ),
         # a pickle that runs a shell command when loaded
-        CkptFacts(
+        "ckpt-malicious-pickle": CkptFacts(
             "free_model.pt",
             format="torch-zip",
             size=1 << 20,
@@ -102,13 +108,28 @@ def checkpoints() -> list[CkptFacts]:
             unsafe_globals=["posix.system"],
             dangerous_globals=["posix.system"],
         ),
+        # a ResNet-50 saved on cuda:0 of a 4-GPU box, loaded on another with four GPUs
+        "ckpt-saved-on-gpu-usable-here": _weights(
+            "resnet50.pt",
+            storage_devices={"cuda:0": 320},
+            torch=CkptTorch(python=VENV, version="2.13.0+cu130", cuda_available=True, device_count=4),
+        ),
+        # the target venv's torch fails to import (a cuDNN it cannot find)
+        "ckpt-target-torch-broken": _weights(
+            "resnet50.pt",
+            torch=CkptTorch(python=VENV, import_error="ImportError: libcudnn.so.9: cannot open shared object file"),
+        ),
+        # --model matches: every key and shape as the model's
+        "ckpt-model-matches": _weights(
+            "resnet50.pt", model=ModelComparison("torchvision.models:resnet50", model_keys=320, matched=320)
+        ),
         # loaded into a DDP-wrapped model: keys lack module.
-        _weights(
+        "ckpt-ddp-keys": _weights(
             "resnet50.pt",
             model=ModelComparison("models:build_ddp", model_keys=320, matched=0, add="module."),
         ),
         # a fine-tuned head: keys missing, extra, and a different number of classes
-        _weights(
+        "ckpt-fine-tuned-head": _weights(
             "finetuned.pt",
             model=ModelComparison(
                 "models:resnet50",
@@ -120,12 +141,17 @@ def checkpoints() -> list[CkptFacts]:
             ),
         ),
         # --model names a factory that does not import
-        _weights(
+        "ckpt-factory-import-fails": _weights(
             "resnet50.pt",
             model=ModelComparison("models:build", error="ModuleNotFoundError: No module named 'models'"),
         ),
+        # `ckpt fix` on a full disk
+        "ckpt-fix-disk-full": _weights(
+            "ckpt/epoch_90.pt",
+            fix=FixResult("ckpt/epoch_90.fixed.pt", "torch", ok=False, error="[Errno 28] No space left on device"),
+        ),
         # `ckpt fix` wrote a stripped CPU copy
-        _weights(
+        "ckpt-fixed-copy": _weights(
             "ckpt/epoch_90.pt",
             fix=FixResult(
                 "ckpt/epoch_90.fixed.pt",
@@ -138,4 +164,4 @@ def checkpoints() -> list[CkptFacts]:
                 verified=True,
             ),
         ),
-    ]
+    }

@@ -12,12 +12,12 @@ _LINKS = ["libc10.so", "libtorch.so", "libcudart.so.13"]
 _LINKS_CU12 = ["libc10.so", "libtorch.so", "libcudart.so.12"]
 
 
-def extension_machines() -> list[Facts]:
+def extension_machines() -> dict[str, Facts]:
     h100 = [_gpu("NVIDIA H100 80GB HBM3", "9.0")]
     rtx5090 = [_gpu("NVIDIA GeForce RTX 5090", "12.0", total=32, used=1)]
-    return [
+    return {
         # flash-attn built for Ampere only, on an H100: "no kernel image is available"
-        Facts(
+        "flash-attn-ampere-only-on-h100": Facts(
             system=_ubuntu(),
             driver=_driver_580(h100),
             cuda_driver=libcuda_ok(),
@@ -35,7 +35,7 @@ def extension_machines() -> list[Facts]:
             ),
         ),
         # a custom op with PTX for Turing only on an RTX 5090, and an xformers built for an older torch and CUDA 12
-        Facts(
+        "ptx-turing-only-on-rtx5090": Facts(
             system=_ubuntu(),
             driver=_driver_580(rtx5090),
             cuda_driver=libcuda_ok(),
@@ -57,4 +57,4 @@ def extension_machines() -> list[Facts]:
                 ],
             ),
         ),
-    ]
+    }

@@ -34,7 +34,7 @@ def _fleet(nodes: int, per_node: int = 8, **kw: Any) -> FleetFacts:
     return ff
 
 
-def fleets() -> list[FleetFacts]:
+def fleets() -> dict[str, FleetFacts]:
     # four of five nodes joined; gpu03 was reimaged with an older driver and torch, gpu04 lost a GPU
     odd = _fleet(4, expected_nodes=5, expected_gpus=8, never_arrived=list(range(32, 40)), endpoint="gpu01:29500")
     odd.world_size = 40
@@ -65,4 +65,33 @@ def fleets() -> list[FleetFacts]:
     walled.rank_errors = {8: "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] Connection refused"}
     # every rank reached the all-reduce, which never finished (P2P broken by ACS or the IOMMU)
     hung = _fleet(1, hang=Hang("all-reduce node 1073741824", 300.0))
-    return [odd, slow, walled, hung]
+    # gpu02's check report was cut off in transit; the job itself ran
+    no_report = _fleet(2)
+    no_report.nodes[1].facts, no_report.nodes[1].report_error = (
+        None,
+        "the report was not valid JSON (cut off at 64 KiB)",
+    )
+    # rank 0's child was killed by the out-of-memory killer before it reported
+    killed = _fleet(1, child_error="the child exited with signal 9 (SIGKILL) before it reported")
+    # `fleet --full`: rank 5's GEMM ran out of memory (a leftover process), and another node skipped the step
+    gpu_trouble = _fleet(2, phases=["inventory", "gpu"])
+    gpu_trouble.gpus = [GpuPerf(r, r // 8, r % 8, "NVIDIA H100 80GB HBM3", 720.0, 2900.0, 25.0) for r in range(16)]
+    gpu_trouble.gpus[5] = GpuPerf(5, 0, 5, "NVIDIA H100 80GB HBM3", error="torch.OutOfMemoryError: CUDA out of memory")
+    for r in range(8, 16):
+        gpu_trouble.gpus[r] = GpuPerf(r, 1, r % 8, "NVIDIA H100 80GB HBM3", skipped="--skip gpu on this node")
+    # a CPU-only dry run of the job: the collectives on gloo
+    on_gloo = _fleet(2, phases=["inventory", "nccl"])
+    on_gloo.backend = "gloo"
+    for n in range(2):
+        on_gloo.allreduce.append(AllReduce("node", [n], 1 << 30, 8, 0.9, 1.2, 2.1))
+    on_gloo.allreduce.append(AllReduce("pair", [0, 1], 1 << 30, 16, 0.9, 1.1, 1.1))
+    return {
+        "fleet-node-missing": odd,
+        "fleet-slow": slow,
+        "fleet-firewall": walled,
+        "fleet-allreduce-hangs": hung,
+        "fleet-node-report-lost": no_report,
+        "fleet-child-killed": killed,
+        "fleet-gpu-step-failed": gpu_trouble,
+        "fleet-on-gloo": on_gloo,
+    }

@@ -19,6 +19,8 @@ knowing less never adds a warning.
 
 from __future__ import annotations
 
+import shlex
+
 from cudadoctor.facts.watch import Timeline
 from cudadoctor.model import Finding, msg, msg_n
 from cudadoctor.rules.catalogue import fix
@@ -64,13 +66,15 @@ def evaluate(tl: Timeline) -> list[Finding]:
 
 def _too_short(tl: Timeline) -> Finding:
     n = len(tl.samples)
+    command = shlex.join(tl.command) if tl.command else "COMMAND"
     return TOO_SHORT.finding(
         title=msg("Too few samples to judge the run ({n} in {seconds} s)", n=n, seconds=f"{tl.duration:.1f}")
         if tl.duration is not None
         else msg_n(
             "Too few samples to judge the run ({n} sample)", "Too few samples to judge the run ({n} samples)", n, n=n
         ),
-        fix=[fix("Watch a longer stretch, or sample more often", "cudadoctor watch --interval 0.2 -- COMMAND")],
+        # the command it watched, when it ran one
+        fix=[fix("Watch a longer stretch, or sample more often", f"cudadoctor watch --interval 0.2 -- {command}")],
     )
 
 

@@ -76,6 +76,7 @@ def _near_limit(tl: Timeline, index: int, used: list[float], tree: list[float], 
             fix(
                 "Compute in bfloat16 (half the activation memory on Ampere and newer)",
                 'with torch.autocast("cuda", dtype=torch.bfloat16):',
+                "    loss = loss_fn(model(inputs), targets)",
             ),
             fix(
                 "Trade compute for memory on deep models",

@@ -161,7 +161,12 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
                     "Load data in worker processes so reading overlaps with compute",
                     "DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, persistent_workers=True)",
                 ),
-                fix("Avoid a synchronising call every step", "# log loss.item() every N steps, not every step"),
+                fix(
+                    "Avoid a synchronising call every step",
+                    "if step % 100 == 0:  # log every N steps, not every step",
+                    "    print(loss.item())",
+                    lang="python",
+                ),
             ],
         )
     ]
@@ -201,7 +206,12 @@ def copies(tl: Timeline, index: int) -> list[Finding]:
                     "Keep on the GPU what fits there: move a small dataset once, not every step",
                     "data = data.to(device)  # before the loop",
                 ),
-                fix("Avoid device-to-host copies in the loop", "# log loss.item() every N steps, not every step"),
+                fix(
+                    "Avoid device-to-host copies in the loop",
+                    "if step % 100 == 0:  # log every N steps, not every step",
+                    "    print(loss.item())",
+                    lang="python",
+                ),
             ],
         )
     ]
