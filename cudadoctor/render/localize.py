@@ -1,10 +1,11 @@
-"""Findings in the current language, looked up by code in the rules' catalogue at render time.
+"""Findings in the current language, translated where they are shown.
 
-A title equal to its catalogue summary becomes the translated summary. A title built from facts (an
-f-string in a rule module) keeps its English detail: the translated summary replaces the summary where
-the title starts with it, and is put in front of it otherwise. The same for the page text (`why`). Fix
-labels, table headers and static titles are translated when the catalogue holds them. Codes, commands
-and table cells are never touched.
+A title, page text, fix label or table header is a template where the rule raised it (model.msg): its
+template is translated and filled with its arguments, which are shown as they are unless they are
+templates themselves. A plain text is translated when the catalogue holds it (a catalogue summary or page,
+a literal label). A plain title that is neither (an older rule's text) keeps its English detail after the
+translated summary; nothing is matched back from English. Codes, commands and table cells are never
+touched.
 """
 
 from __future__ import annotations
@@ -42,12 +43,6 @@ def title(code: str, text: str) -> str:
     translated = _(text)
     if translated != text:
         return translated
-    from cudadoctor.locale.titles import VERBATIM, match
-
-    found = match(text, generic=False)
-    if found is not None and _(found[0]) != found[0]:
-        template, values = found
-        return _(template).format(**{k: v if k in VERBATIM else label(v, 1) for k, v in values.items()})
     if entry is None:
         return text
     summary = _(entry.summary)
@@ -64,12 +59,10 @@ def title(code: str, text: str) -> str:
 def label(text: str, depth: int = 0) -> str:
     """A fix label: exact, by template (its values translated in turn), sentence by sentence, or part by
     part ("; ")."""
-    if current() == ENGLISH:  # the label as it is, without compiling ~430 templates (explain's start-up)
+    if current() == ENGLISH:
         return text
     if isinstance(text, Message):
         return message(text)
-    from cudadoctor.locale.titles import VERBATIM, match
-
     translated = _(text)
     if translated != text or depth > 3:
         return translated
@@ -80,10 +73,6 @@ def label(text: str, depth: int = 0) -> str:
         done = [label(part, depth + 1) for part in parts]
         if all(d != part for d, part in zip(done, parts, strict=True)):
             return _("; ").join(done)
-    found = match(text)
-    if found is not None and _(found[0]) != found[0]:
-        template, values = found
-        return _(template).format(**{k: v if k in VERBATIM else label(v, depth + 1) for k, v in values.items()})
     sentences = re.split(r"(?<=[a-z0-9)]\.) (?=[A-Za-z])", text)  # facts a rule adds to a page, one sentence each
     if len(sentences) > 1:
         out = ""

@@ -749,7 +749,10 @@ def _oom_fix(h: PasteHit) -> Fix:
     return fix(
         msg("Make the job smaller: a smaller batch, shorter sequences, half precision, no gradients in evaluation"),
         "with torch.no_grad():  # around validation and inference",
-        "torch.autocast('cuda', dtype=torch.bfloat16)  # or float16",
+        "    outputs = model(inputs)",
+        "with torch.autocast('cuda', dtype=torch.bfloat16):  # or float16",
+        "    loss = loss_fn(model(inputs), targets)",
+        lang="python",
     )
 
 
@@ -993,7 +996,7 @@ def _cudnn_status(h: PasteHit) -> Finding:
 
 def _checkpoints(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """Checkpoint errors whose text names the cause; the codes are `cudadoctor ckpt`'s."""
-    from cudadoctor.rules import ckpt
+    from cudadoctor.rules.ckpt import entries as ckpt
 
     out = []
     if "ckpt-lfs-pointer" in kinds:

@@ -289,11 +289,11 @@ def test_advice_and_free_threading_texts_are_templates_with_no_english_left_in_c
     from cudadoctor.model import Message
     from cudadoctor.render.localize import finding as localized
     from cudadoctor.rules import evaluate
-    from cudadoctor.rules.examples import _examples
+    from cudadoctor.rules.examples import examples
 
     english_left = _english_left()
     findings = [x for facts in advice_machines() for x in evaluate(facts, [])]
-    findings += [x for _codes, run in _examples().pending for x in run() if x.code == "CD230"]
+    findings += [x for ex in examples().values() for x in ex.findings() if x.code == "CD230"]
     assert any(x.code == "CD230" for x in findings)
     advice_labels = 0
     try:

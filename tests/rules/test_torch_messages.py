@@ -66,9 +66,9 @@ def texts(f: Finding) -> list[tuple[str, str]]:
 
 def example_findings() -> list[Finding]:
     """Every finding of these rules the catalogue's example machines raise (cudadoctor.rules.examples)."""
-    from cudadoctor.rules.examples import _runs
+    from cudadoctor.rules.examples import examples
 
-    return [f for _codes, run in _runs() for f in run() if f.code in CODES]
+    return [f for ex in examples().values() for f in ex.findings() if f.code in CODES]
 
 
 @pytest.fixture(scope="module")

@@ -119,6 +119,6 @@ def examples() -> dict[str, Facts]:
             driver=_driver_580(l4),
             cuda_driver=libcuda_ok(),
             torch=_venv_torch(version="2.13.0+cpu", cuda=None, cuda_built=False, is_available=False, arch_flags=[]),
-            bandwidth=BandwidthFacts(skipped="torch here cannot use CUDA"),
+            bandwidth=BandwidthFacts(skipped="no usable CUDA device (torch.cuda.is_available() is False)"),
         ),
     }

@@ -57,11 +57,10 @@ def node_reports(ff: FleetFacts) -> tuple[list[Finding], dict[int, list[Finding]
                 code=f.code,
                 severity=f.severity,
                 section=f.section,
-                # a node's title that is not a template yet keeps the legacy translation of the whole text
-                # (locale/titles.py matches "{title} [{where}]"): an argument that is a plain str is not translated
-                title=msg("{title} [{where}]", title=f.title, where=where)
-                if isinstance(f.title, Message)
-                else f"{f.title} [{where}]",
+                # a title that is a plain text (a catalogue summary) is translated as it is
+                title=msg(
+                    "{title} [{where}]", title=f.title if isinstance(f.title, Message) else msg(f.title), where=where
+                ),
                 why=f.why,
                 fix=f.fix,
                 docs=f.docs,
