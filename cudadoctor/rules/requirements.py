@@ -112,6 +112,10 @@ def evaluate(f: Facts, req: Requirements | None) -> list[Finding]:
     return out
 
 
+# CD500's note when the environment was not read (a saved report without it): the limits held on the driver's GPUs
+_UNSEEN = msg("which GPUs a job sees is unknown (CUDA_VISIBLE_DEVICES was not read); the driver's GPUs qualify")
+
+
 def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], Message | None]:
     """The GPU requirements' findings, and a note for CD500 when they hold.
 
@@ -130,6 +134,20 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], Message | None]:
             )
         ], None
 
+    if driver.device_count and not driver.devices:
+        # the driver counted GPUs but their list is unknown (a saved report's null list): nothing to judge
+        why = msg_n(
+            "not checked (the driver counts {n} GPU, but what it is is unknown)",
+            "not checked (the driver counts {n} GPUs, but what they are is unknown)",
+            driver.device_count,
+            n=driver.device_count,
+        )
+        return [
+            TOO_FEW_GPUS.finding(
+                title=msg_n("Needs {n} GPU; {why}", "Needs {n} GPUs; {why}", need, n=need, why=why),
+                fix=[fix("See why", "cudadoctor check")],
+            )
+        ], None
     vis = visibility(f)
     every = [d for d in driver.devices if d.error is None]
     # the environment unknown: every GPU the driver has may be visible; with a count that adds no failure,
@@ -140,6 +158,8 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], Message | None]:
     low_cc = [d for d in visible if gate.low_cc(d)]
     qualified = [d for d in visible if gate.qualifies(d)]
     if req.require_gpus is not None and len(qualified) >= need:
+        if vis is None:  # met on the driver's GPUs; which of them the job's environment shows was not read
+            return [], _UNSEEN
         if len(qualified) == len(visible):
             return [], None
         # met; which GPUs qualify is worth a word, since a job takes the first ones it sees
@@ -213,7 +233,7 @@ def _gpus(f: Facts, req: Requirements) -> tuple[list[Finding], Message | None]:
                 fix=select or _elsewhere(every, need, gate),
             )
         )
-    return out, ""
+    return out, _UNSEEN if vis is None and not out else None
 
 
 class _Limits:

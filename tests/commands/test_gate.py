@@ -407,3 +407,33 @@ def test_an_unrelated_broken_pyproject_is_a_warning(tmp_path):
     r = doctor("check", "--skip", "torch", cwd=tmp_path)
     assert r.returncode in (0, 1)  # not a usage error
     assert "warning: ignoring" in r.stderr and "pyproject.toml" in r.stderr
+
+
+def test_a_gate_on_facts_without_the_environment_says_what_it_did_not_read() -> None:
+    """A saved report without the environment (CUDA_VISIBLE_DEVICES unknown): the limits hold on the driver's
+    GPUs, and CD500 says which GPUs a job sees was not read instead of claiming that it sees them."""
+    facts = healthy([gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"), gpu(1, "NVIDIA A100-SXM4-80GB", "8.0")])
+    facts.system.env = None
+    (met,) = evaluate(facts, Requirements(require_gpus=2))
+    assert met.code == "CD500"
+    assert "which GPUs a job sees is unknown (CUDA_VISIBLE_DEVICES was not read)" in met.title
+    facts.system.env = {}
+    (met,) = evaluate(facts, Requirements(require_gpus=2))
+    assert met.code == "CD500" and "unknown" not in met.title
+
+
+def test_a_gpu_list_saved_as_null_is_not_zero_gpus(run_cli, tmp_path) -> None:
+    """`driver.devices: null` beside `device_count: 4` in a saved report is not "0 of 0 GPUs qualify"."""
+    import json
+
+    from cudadoctor.facts.codec import to_jsonable
+
+    facts = healthy([gpu(i, "NVIDIA A100-SXM4-80GB", "8.0") for i in range(4)])
+    data = {"tool": "cudadoctor", "schema_version": 2, "facts": to_jsonable(facts)}
+    data["facts"]["driver"]["devices"] = None
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(data))
+    r = run_cli("check", "--from", str(saved), "--require-gpus", "2", "--json")
+    titles = [f["title"] for f in r.json["findings"] if f["code"].startswith("CD5")]
+    assert titles == ["Needs 2 GPUs; not checked (the driver counts 4 GPUs, but what they are is unknown)"]
+    assert "0 of 0" not in run_cli("check", "--from", str(saved), "--require-gpus", "2").stdout
