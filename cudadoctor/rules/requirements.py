@@ -353,13 +353,7 @@ def _torch(f: Facts, req: Requirements) -> list[Finding]:
             out.append(
                 TORCH_CUDA_MISMATCH.finding(
                     title=msg("Expected a torch built for CUDA {cuda}: {what}", cuda=req.expect_torch_cuda, what=what),
-                    fix=[
-                        fix(
-                            "Install the expected build",
-                            "python -m pip install torch --index-url "
-                            + wheels.INDEX_URL.format(variant=wheels.variant_name(req.expect_torch_cuda)),
-                        )
-                    ],
+                    fix=_expected_build(f, req.expect_torch_cuda),
                 )
             )
     if req.require_cudnn and (t is None or t.cudnn_version is None):
@@ -368,6 +362,26 @@ def _torch(f: Facts, req: Requirements) -> list[Finding]:
         )
         out.append(CUDNN_REQUIRED.finding(title=msg("cuDNN is required: {reason}", reason=reason)))
     return out
+
+
+def _expected_build(f: Facts, cuda: str) -> list[Fix]:
+    """The newest torch release the wheel table has a build of for `cuda`, in this environment's installer
+    (a bare `pip install torch --index-url …/cuXYZ` names no release and fails once that index moves on)."""
+    from cudadoctor.advice.install import install_commands
+
+    machine = f.system.machine if f.system else None
+    name = wheels.variant_name(cuda)
+    for release in wheels.releases_newest_first():
+        variant = next((v for v in wheels.variants(release, machine) if v.name == name), None)
+        if variant is not None:
+            version = f"{release}.0"
+            return [
+                fix(
+                    msg("Install torch {version}, built for CUDA {cuda}", version=version, cuda=cuda),
+                    *install_commands(version, variant, f),
+                )
+            ]
+    return [fix(msg("No torch build for CUDA {cuda} is known: check --expect-torch-cuda", cuda=cuda))]
 
 
 def _bandwidth(f: Facts, req: Requirements) -> list[Finding]:

@@ -86,7 +86,10 @@ def test_torch_expectations():
     found = evaluate(facts, Requirements(expect_torch_cuda="12.8", require_cudnn=True))
     assert codes(found) == ["CD504"]
     assert "built for CUDA 12.6" in found[0].title
-    assert found[0].fix[0].commands[0].endswith("--index-url https://download.pytorch.org/whl/cu128")
+    # the newest release the wheel table has for cu128, in the environment's installer (not a bare
+    # `pip install torch`, which names no release)
+    install = found[0].fix[0].commands[-1]
+    assert install.endswith("install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu128"), install
     facts.torch.cudnn_version = None
     assert "CD505" in codes(evaluate(facts, Requirements(require_cudnn=True)))
 

@@ -48,7 +48,13 @@ def formats(f: CkptFacts) -> list[Finding]:
     if f.format == "torchscript":
         return [
             TORCHSCRIPT.finding(
-                fix=[fix("Load it as TorchScript", f"model = torch.jit.load({py(f.path)}, map_location='cpu')")]
+                fix=[
+                    fix(
+                        "Load it as TorchScript",
+                        "import torch",
+                        f"model = torch.jit.load({py(f.path)}, map_location='cpu')",
+                    )
+                ]
             )
         ]
     if f.format == "dcp":

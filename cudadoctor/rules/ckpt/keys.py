@@ -27,6 +27,10 @@ _TRAINING_KEYS = ("epoch", "step", "global_step", "iteration", "iter", "best_acc
 
 def contents(f: CkptFacts) -> list[Finding]:
     out = []
+    prefixes = f.prefixes or []
+    cmp = f.model
+    if cmp is not None and cmp.error is None:
+        prefixes = cmp.strip  # what actually stands between the keys and the model
     others = [c for c in f.contents or [] if c.key and c.key != f.state_dict_key and c.kind != "dcp entry"]
     if f.state_dict_key and others:
         kinds = ", ".join(f"{c.key} ({c.kind})" for c in others[:6])
@@ -40,7 +44,18 @@ def contents(f: CkptFacts) -> list[Finding]:
         )
         fixes = []
         load = load_lines(f, "ckpt")
-        if load:
+        if load and prefixes:  # the entry keeps the wrapper's prefix (the finding below): a plain model refuses it
+            fixes.append(
+                fix(
+                    msg("Load the model's entry without its {prefix} prefix", prefix=repr("".join(prefixes))),
+                    *load,
+                    f"state = {state_expr(f, 'ckpt')}",
+                    "from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present",
+                    *(f"consume_prefix_in_state_dict_if_present(state, {p!r})" for p in prefixes),
+                    "model.load_state_dict(state)",
+                )
+            )
+        elif load:
             fixes.append(fix("Load the model's entry", *load, f"model.load_state_dict({state_expr(f, 'ckpt')})"))
         cmd = fix_cmd(f, " --state-dict-only")
         if cmd and trusting(f):
@@ -48,13 +63,25 @@ def contents(f: CkptFacts) -> list[Finding]:
         elif cmd:
             fixes.append(fix("Or write the weights alone", cmd))
         out.append(TRAINING.finding(title=title, fix=fixes))
-    prefixes = f.prefixes or []
-    cmp = f.model
-    if cmp is not None and cmp.error is None:
-        prefixes = cmp.strip  # what actually stands between the keys and the model
     if prefixes:
         out.append(_prefix_finding(f, prefixes, with_model=cmp is not None and cmp.error is None))
     return out
+
+
+def _drop_mismatched(cmp: object) -> list[str]:
+    """strict=False does not skip a tensor of another shape (load_state_dict still raises "size mismatch"):
+    where the comparison found some, the snippet drops them first."""
+    if not getattr(cmp, "mismatched", None):
+        return []
+    return [
+        "shapes = {k: v.shape for k, v in model.state_dict().items()}",
+        "same = {k: v for k, v in state.items() if k not in shapes or v.shape == shapes[k]}",
+    ]
+
+
+def _loaded(cmp: object) -> str:
+    """What the strict=False snippet loads: the state, or its tensors of the model's shapes."""
+    return "same" if getattr(cmp, "mismatched", None) else "state"
 
 
 def _prefix_finding(f: CkptFacts, prefixes: list[str], with_model: bool) -> Finding:
@@ -140,7 +167,8 @@ def against_model(f: CkptFacts) -> list[Finding]:
                 fix=[
                     fix(
                         "Only if the missing part is meant to start fresh (a new head): load the rest",
-                        "result = model.load_state_dict(state, strict=False)",
+                        *_drop_mismatched(cmp),
+                        f"result = model.load_state_dict({_loaded(cmp)}, strict=False)",
                         "print(result.missing_keys)",
                     )
                 ],
@@ -160,7 +188,8 @@ def against_model(f: CkptFacts) -> list[Finding]:
                 fix=[
                     fix(
                         "Only if those are meant to be dropped",
-                        "result = model.load_state_dict(state, strict=False)",
+                        *_drop_mismatched(cmp),
+                        f"result = model.load_state_dict({_loaded(cmp)}, strict=False)",
                         "print(result.unexpected_keys)",
                     )
                 ],

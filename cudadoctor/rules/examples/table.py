@@ -348,17 +348,8 @@ UNCHECKED: dict[str, str] = {
 # Fix lines the example tests found wrong and that are not fixed yet, with what is wrong and where it is
 # made; the test fails when one starts to pass (then its line leaves this table).
 KNOWN_WRONG: dict[str, str] = {
-    r"pip install torch --index-url \S+/cu128$": "CD504 (rules/requirements.py): installs torch without naming a "
-    "release; name the newest release the wheel table has for the expected CUDA (2.11 for cu128)",
     r"pip install torch --index-url \S+/cu132$": "CD906 (rules/paste.py): installs torch without naming a release",
 }
 # Checkpoint examples' Python snippets that fail when run against their checkpoint with the torch here
 # (tests/rules/test_examples_fixes.py), not fixed yet: what is wrong, and where it is made.
-KNOWN_WRONG_SNIPPETS: dict[str, str] = {
-    r"^model = torch\.jit\.load\(": "CD605 (rules/ckpt.py): uses torch without `import torch`",
-    r"model\.load_state_dict\(ckpt\['model'\]\)$": "CD625 (rules/ckpt.py): on a DDP checkpoint the model's entry "
-    "keeps the 'module.' prefix CD630 names, so a plain model refuses it; strip the prefix in the same snippet",
-    r"strict=False\)\nprint\(result\.(missing|unexpected)_keys\)": "CD640/CD641 (rules/ckpt.py): strict=False "
-    "does not skip tensors of another shape (CD642 in the same report), so load_state_dict still raises; "
-    "drop the mismatched keys first",
-}
+KNOWN_WRONG_SNIPPETS: dict[str, str] = {}
