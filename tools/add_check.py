@@ -22,8 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # where a section's example goes: (module in rules/examples/, the function whose dict it joins, the stub's value)
-_CHECK = "Facts(system=_ubuntu(), driver=_driver_580([_gpu()]), cuda_driver=libcuda_ok(), torch=_venv_torch())"
-_CHECK_IMPORTS = "from cudadoctor.rules.examples.base import _driver_580, _gpu, _ubuntu, _venv_torch, libcuda_ok"
+_CHECK = (
+    "Facts(system=ubuntu_system(), driver=driver_580([example_gpu()]), cuda_driver=libcuda_ok(), torch=venv_torch())"
+)
+_CHECK_IMPORTS = (
+    "from cudadoctor.rules.examples.base import driver_580, example_gpu, ubuntu_system, venv_torch, libcuda_ok"
+)
 EXAMPLES: dict[str, tuple[str, str, str, str]] = {
     "Doctor": ("drivers", "examples", _CHECK, _CHECK_IMPORTS),
     "Driver": ("drivers", "examples", _CHECK, _CHECK_IMPORTS),

@@ -234,7 +234,7 @@ def _report(facts: Any, outcomes: list) -> Any:
 
 def inspect_report(path: str, model: str | None, python: str | None, timeout: float | None, trust: bool = False) -> Any:
     """The report of `ckpt inspect` (the Python API's inspect_checkpoint too)."""
-    from cudadoctor.backends.ckpt import _request
+    from cudadoctor.backends.ckpt import child_request
     from cudadoctor.facts.ckpt import ModelComparison
     from cudadoctor.model import ProbeOutcome
 
@@ -244,7 +244,7 @@ def inspect_report(path: str, model: str | None, python: str | None, timeout: fl
     _system(facts)
     wanted = facts.format in CHILD_FORMATS or (model and facts.format in (*FIXABLE, "dcp"))
     if wanted:
-        answer, outcome = _ask_torch(facts, py, _request(facts, "inspect", model=model), timeout or 120.0)
+        answer, outcome = _ask_torch(facts, py, child_request(facts, "inspect", model=model), timeout or 120.0)
         outcomes.append(outcome)
         cmp = answer.get("model")
         if isinstance(cmp, dict):
@@ -276,7 +276,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def run_fix(o: FixOptions) -> int:
-    from cudadoctor.backends.ckpt import InputError, _request, inspect_path
+    from cudadoctor.backends.ckpt import InputError, child_request, inspect_path
     from cudadoctor.facts.ckpt import FixResult
 
     path, out, out_format, state_dict_only, trust = o.path, o.out, o.out_format, o.state_dict_only, o.trust
@@ -333,7 +333,7 @@ def run_fix(o: FixOptions) -> int:
             fail(_("safetensors holds named tensors only: add --state-dict-only to write the model's state dict"))
     if state_dict_only and facts.state_dict_key is None:
         fail(_("--state-dict-only: no model state dict found in {name}").format(name=name))
-    request = _request(
+    request = child_request(
         facts,
         "fix",
         out=os.path.abspath(out),

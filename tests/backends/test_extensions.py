@@ -19,7 +19,7 @@ from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 from cudadoctor.knowledge import wheels
 from cudadoctor.rules import evaluate
-from cudadoctor.rules.examples.base import _driver_580, _gpu, _ubuntu, _venv_torch
+from cudadoctor.rules.examples.base import driver_580, example_gpu, ubuntu_system, venv_torch
 from tests.conftest import ROOT
 
 KERNEL = """
@@ -154,9 +154,9 @@ def test_torch_requirement_reads_only_torch_itself() -> None:
 
 def _facts(cc: str | None, *libs: ExtensionLibrary, pin: str | None = None) -> Facts:
     return Facts(
-        system=_ubuntu(),
-        driver=_driver_580([_gpu("NVIDIA H100 80GB HBM3", cc)]),  # type: ignore[arg-type]
-        torch=_venv_torch(),
+        system=ubuntu_system(),
+        driver=driver_580([example_gpu("NVIDIA H100 80GB HBM3", cc)]),  # type: ignore[arg-type]
+        torch=venv_torch(),
         extensions=ExtensionFacts(packages=[ExtensionPackage("my-ops", "0.1.0", pin, list(libs))]),
     )
 

@@ -20,13 +20,13 @@ import tomllib
 from cudadoctor.facts import Facts
 from cudadoctor.model import Fix
 from cudadoctor.rules.examples import Example, examples
-from cudadoctor.rules.examples.base import _driver, _ubuntu
+from cudadoctor.rules.examples.base import example_driver, ubuntu_system
 from cudadoctor.rules.examples.table import KNOWN_WRONG, KNOWN_WRONG_SNIPPETS, UNCHECKED
 from tests import fixrunner
 from tests.fixrunner import Checked
 
 # An A100 box on Ubuntu: where a `watch` or `fit` example's `cudadoctor` line runs (its story has no machine)
-DEFAULT_MACHINE = Facts(system=_ubuntu(), driver=_driver())
+DEFAULT_MACHINE = Facts(system=ubuntu_system(), driver=example_driver())
 
 
 def machine_of(ex: Example) -> Facts:

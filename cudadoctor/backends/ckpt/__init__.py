@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from cudadoctor.backends.ckpt.formats import InputError, inspect_path, is_lfs_pointer
 from cudadoctor.backends.ckpt.pickles import PickleError, PickleScan, audit_globals, scan_pickle
-from cudadoctor.backends.ckpt.request import CHILD, CHILD_MARK, _request, locate_main_definitions, run_child_request
+from cudadoctor.backends.ckpt.request import (
+    CHILD,
+    CHILD_MARK,
+    child_request,
+    locate_main_definitions,
+    run_child_request,
+)
 from cudadoctor.backends.ckpt.structure import WRAPPER_PREFIXES, detect_prefixes, state_dict_keys, tensor_of
 
 __all__ = [
@@ -21,8 +27,8 @@ __all__ = [
     "InputError",
     "PickleError",
     "PickleScan",
-    "_request",
     "audit_globals",
+    "child_request",
     "detect_prefixes",
     "inspect_path",
     "is_lfs_pointer",

@@ -20,7 +20,7 @@ OPCODE_LIMIT = 20_000_000
 
 # torch's weights_only allow-list (torch._weights_only_unpickler._get_allowed_globals, torch 2.6-2.13),
 # as "module.name" strings; the child asks the target torch itself when it can.
-_STORAGES = {
+STORAGES = {
     # legacy typed storage class -> (dtype, itemsize)
     "FloatStorage": ("float32", 4),
     "DoubleStorage": ("float64", 8),
@@ -42,7 +42,7 @@ _STORAGES = {
 }
 _TENSOR_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
 ITEMSIZE = {
-    **{d: s for d, s in _STORAGES.values()},
+    **{d: s for d, s in STORAGES.values()},
     "uint16": 2,
     "uint32": 4,
     "uint64": 8,
@@ -95,8 +95,8 @@ SAFE_GLOBALS = frozenset(
         "torch.storage.TypedStorage",
         "torch.storage.UntypedStorage",
         *(f"torch.{d}" for d in _DTYPES),
-        *(f"torch.{s}" for s in _STORAGES),
-        *(f"torch.cuda.{s}" for s in _STORAGES if not s.startswith("Q")),
+        *(f"torch.{s}" for s in STORAGES),
+        *(f"torch.cuda.{s}" for s in STORAGES if not s.startswith("Q")),
         *(f"{m}.{t}Tensor" for m in ("torch", "torch.cuda") for t in _TENSOR_TYPES),
         *(f"{m}.{t}Tensor" for m in ("torch.sparse", "torch.cuda.sparse") for t in _TENSOR_TYPES if t != "Bool"),
         *(f"torch.{q}" for q in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4")),

@@ -79,7 +79,7 @@ CHILD = str(script("ckpt_child.py"))
 CHILD_MARK = "CUDADOCTOR_CKPT "
 
 
-def _request(facts: CkptFacts, action: str, **extra: Any) -> dict:
+def child_request(facts: CkptFacts, action: str, **extra: Any) -> dict:
     static = None
     if facts.state_dict_keys is not None and facts.tensors is not None:
         head = f"{facts.state_dict_key}." if facts.state_dict_key else ""

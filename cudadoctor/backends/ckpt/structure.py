@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudadoctor.backends.ckpt.pickles import _STORAGES, ITEMSIZE, Call, Global, Persistent
+from cudadoctor.backends.ckpt.pickles import ITEMSIZE, STORAGES, Call, Global, Persistent
 from cudadoctor.facts.ckpt import CkptFacts, CkptTensor, Content
 
 DEPTH_LIMIT = 64
@@ -33,8 +33,8 @@ def _storage(p: Any) -> tuple[str | None, str | None, str | None, int | None]:
         return None, None, None, None
     stype = pid[1]
     dtype = None
-    if isinstance(stype, Global) and stype.name in _STORAGES:
-        dtype = _STORAGES[stype.name][0]
+    if isinstance(stype, Global) and stype.name in STORAGES:
+        dtype = STORAGES[stype.name][0]
     location = pid[3] if isinstance(pid[3], str) else None
     return dtype, str(pid[2]), location, pid[4] if isinstance(pid[4], int) else None
 

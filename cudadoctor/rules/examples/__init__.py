@@ -56,14 +56,14 @@ def examples() -> dict[str, Example]:
     """Every example by name; building one is cheap, evaluating it is not (Example.findings, cached)."""
     from cudadoctor.rules import ckpt, evaluate, fit, fleet, watch
     from cudadoctor.rules.examples import fits, gate, training
-    from cudadoctor.rules.examples.base import _ubuntu
+    from cudadoctor.rules.examples.base import ubuntu_system
 
     out: list[Example] = []
     facts, req = gate._gate()
     out.append(Example("ci-gate-shared-box", "check --require-gpus 2", partial(evaluate, facts, [], req), facts))
     for name, (facts, req) in gate.gates().items():
         out.append(Example(name, "check --require-gpus 1", partial(evaluate, facts, [], req), facts))
-    doctor = Facts(system=_ubuntu())
+    doctor = Facts(system=ubuntu_system())
     out.append(Example("doctor-probes-failed", "check", partial(evaluate, doctor, gate._failed_probes()), doctor))
     out += [Example(n, "check", partial(evaluate, f, []), f) for n, f in _machines.machines().items()]
     out += [

@@ -1,9 +1,9 @@
 """The one kit of fact builders, for the examples and for the tests (tests/facts_fixtures.py re-exports it).
 
-What every example shares: an Ubuntu host, an A100, a 580 driver, a venv torch (`_ubuntu`, `_gpu`, `_driver`,
-`_venv_torch`, ...). What the tests' machines share: the same Ubuntu with a named user and host, GPUs by
-index/name/capability, a 550 driver, torch in /opt/venv (`linux`, `gpu`, `healthy`, `no_driver`, `torch_cuda`,
-`torch_cpu`, ...)."""
+What every example shares: an Ubuntu host, an A100, a 580 driver, a venv torch (`ubuntu_system`,
+`example_gpu`, `example_driver`, `venv_torch`, ...). What the tests' machines share: the same Ubuntu
+with a named user and host, GPUs by index/name/capability, a 550 driver, torch in /opt/venv (`linux`,
+`gpu`, `healthy`, `no_driver`, `torch_cuda`, `torch_cpu`, ...)."""
 
 from __future__ import annotations
 
@@ -28,32 +28,32 @@ KERNEL = "6.8.0-45-generic"
 VENV = "/home/alice/venv/bin/python"
 SITE = "/home/alice/venv/lib/python3.12/site-packages"
 
-_UBUNTU = dict(os="Linux", os_release="Ubuntu 22.04.4 LTS", os_id="ubuntu", in_container=False, wsl=False, env={})
+UBUNTU = dict(os="Linux", os_release="Ubuntu 22.04.4 LTS", os_id="ubuntu", in_container=False, wsl=False, env={})
 
 
-def _ubuntu(**kw: Any) -> SystemFacts:
-    return SystemFacts(**{**_UBUNTU, "env": {}, **kw})  # an env of its own: a test may change it
+def ubuntu_system(**kw: Any) -> SystemFacts:
+    return SystemFacts(**{**UBUNTU, "env": {}, **kw})  # an env of its own: a test may change it
 
 
-def _gpu(
+def example_gpu(
     name: str = "NVIDIA A100-SXM4-80GB", cc: str = "8.0", index: int = 0, total: int = 80, used: int = 10, **kw: Any
 ) -> NvmlDevice:
     kw.setdefault("uuid", f"GPU-{0x12345678 + index:08x}-1111-2222-3333-444455556666")
     return gpu(index, name, cc, total, used, **kw)
 
 
-def _driver(status: str = "ok", devices: list[NvmlDevice] | None = None, **kw: Any) -> DriverFacts:
+def example_driver(status: str = "ok", devices: list[NvmlDevice] | None = None, **kw: Any) -> DriverFacts:
     base: dict = dict(binding="nvidia-ml-py", library_loaded=status != "LIBRARY_NOT_FOUND", init_status=status)
     if status == "ok":
-        devs = [_gpu()] if devices is None else devices
+        devs = [example_gpu()] if devices is None else devices
         base.update(driver_version="535.104.05", cuda_driver_version=12020, device_count=len(devs), devices=devs)
     base.update(kw)
     return DriverFacts(**base)
 
 
-def _driver_580(devices: list[NvmlDevice], **kw: Any) -> DriverFacts:
+def driver_580(devices: list[NvmlDevice], **kw: Any) -> DriverFacts:
     """A current driver (CUDA 13.0), for machines whose story is above the driver."""
-    return _driver(devices=devices, driver_version="580.65.06", cuda_driver_version=13000, **kw)
+    return example_driver(devices=devices, driver_version="580.65.06", cuda_driver_version=13000, **kw)
 
 
 def libcuda_ok(cuda: int = 13000, n: int = 1, **kw: Any) -> CudaDriverFacts:
@@ -68,13 +68,13 @@ def libcuda_ok(cuda: int = 13000, n: int = 1, **kw: Any) -> CudaDriverFacts:
     return CudaDriverFacts(**base)
 
 
-def _torch(**kw: Any) -> TorchFacts:
+def example_torch(**kw: Any) -> TorchFacts:
     base: dict = dict(python_executable="python3", installed=True, version="2.13.0+cu130", cuda="13.0", cuda_built=True)
     base.update(kw)
     return TorchFacts(**base)
 
 
-def _venv_torch(**kw: Any) -> TorchFacts:
+def venv_torch(**kw: Any) -> TorchFacts:
     """torch 2.13 cu130 pip-installed in a venv that imports and sees the GPU (the pieces a story changes)."""
     base: dict = dict(
         python_executable=VENV,
@@ -89,10 +89,10 @@ def _venv_torch(**kw: Any) -> TorchFacts:
         complete=True,
     )
     base.update(kw)
-    return _torch(**base)
+    return example_torch(**base)
 
 
-def _bus(*drivers: str | None) -> PciFacts:
+def pci_bus(*drivers: str | None) -> PciFacts:
     return PciFacts(
         scanned=True,
         nvidia_gpus=[PciDevice(address=f"0000:{0x18 + i:02x}:00.0", kernel_driver=d) for i, d in enumerate(drivers)],
@@ -107,7 +107,7 @@ _TEST_HOST = dict(machine="x86_64", python_version="3.11.7", hostname="gpu-box-1
 
 def linux(**kw: Any) -> SystemFacts:
     """The examples' Ubuntu with the host, user and /dev/shm a test's machine has."""
-    return _ubuntu(**{**_TEST_HOST, **kw})
+    return ubuntu_system(**{**_TEST_HOST, **kw})
 
 
 def gpu(index: int, name: str, cc: str, total_gib: float = 80, used_gib: float = 0, **kw: Any) -> NvmlDevice:
@@ -127,7 +127,9 @@ def gpu(index: int, name: str, cc: str, total_gib: float = 80, used_gib: float =
 
 
 def driver_ok(version: str, cuda: int, devices: list[NvmlDevice]) -> DriverFacts:
-    return _driver(devices=devices, binding="nvidia-ml-py 13.615.71", driver_version=version, cuda_driver_version=cuda)
+    return example_driver(
+        devices=devices, binding="nvidia-ml-py 13.615.71", driver_version=version, cuda_driver_version=cuda
+    )
 
 
 def healthy(devices: list[NvmlDevice], driver: str = "550.54.14", cuda: int = 12040, **system: Any) -> Facts:

@@ -22,14 +22,14 @@ from cudadoctor.facts.platform import (
     ModuleBuild,
 )
 from cudadoctor.rules.examples.base import (
-    _UBUNTU,
     KERNEL,
-    _bus,
-    _driver,
-    _gpu,
-    _torch,
-    _ubuntu,
+    UBUNTU,
+    example_driver,
+    example_gpu,
+    example_torch,
     libcuda_ok,
+    pci_bus,
+    ubuntu_system,
 )
 
 # --- the driver and NVML --------------------------------------------------------------------------
@@ -39,17 +39,21 @@ def _bare() -> dict[str, Facts]:
     """An Ubuntu box with only the driver's status known: the driver's own failures, plainly."""
     bus = PciFacts(scanned=True, nvidia_gpus=[PciDevice(address="0000:18:00.0", kernel_driver=None)])
     return {
-        "no-driver-gpu-on-bus": Facts(system=SystemFacts(**_UBUNTU), pci=bus, driver=_driver("LIBRARY_NOT_FOUND")),
-        "no-driver-no-gpu": Facts(
-            system=SystemFacts(**_UBUNTU), pci=PciFacts(scanned=True), driver=_driver("LIBRARY_NOT_FOUND")
+        "no-driver-gpu-on-bus": Facts(
+            system=SystemFacts(**UBUNTU), pci=bus, driver=example_driver("LIBRARY_NOT_FOUND")
         ),
-        "driver-not-loaded": Facts(system=SystemFacts(**_UBUNTU), pci=bus, driver=_driver("DRIVER_NOT_LOADED")),
-        "driver-library-mismatch": Facts(system=SystemFacts(**_UBUNTU), driver=_driver("LIB_RM_VERSION_MISMATCH")),
+        "no-driver-no-gpu": Facts(
+            system=SystemFacts(**UBUNTU), pci=PciFacts(scanned=True), driver=example_driver("LIBRARY_NOT_FOUND")
+        ),
+        "driver-not-loaded": Facts(system=SystemFacts(**UBUNTU), pci=bus, driver=example_driver("DRIVER_NOT_LOADED")),
+        "driver-library-mismatch": Facts(
+            system=SystemFacts(**UBUNTU), driver=example_driver("LIB_RM_VERSION_MISMATCH")
+        ),
         # a 595 driver on a GTX 1050 (Pascal): the module loads but ignores the GPU, and says its last branch
         "driver-branch-drops-pascal": Facts(
-            system=SystemFacts(**_UBUNTU),
+            system=SystemFacts(**UBUNTU),
             pci=PciFacts(scanned=True, nvidia_gpus=[PciDevice(address="0000:01:00.0", device_id="0x1c81")]),
-            driver=_driver("DRIVER_NOT_LOADED"),
+            driver=example_driver("DRIVER_NOT_LOADED"),
             platform=PlatformFacts(
                 module=KernelModuleFacts(
                     kernel=KERNEL,
@@ -64,40 +68,43 @@ def _bare() -> dict[str, Facts]:
                 )
             ),
         ),
-        "nvml-no-permission": Facts(system=SystemFacts(**_UBUNTU), driver=_driver("NO_PERMISSION")),
+        "nvml-no-permission": Facts(system=SystemFacts(**UBUNTU), driver=example_driver("NO_PERMISSION")),
         "cpu-torch-no-libcuda": Facts(
-            system=SystemFacts(**_UBUNTU),
-            driver=_driver(),
+            system=SystemFacts(**UBUNTU),
+            driver=example_driver(),
             cuda_driver=CudaDriverFacts(library_found=False),
-            torch=_torch(version="2.13.0+cpu", cuda=None, cuda_built=False, is_available=False, arch_flags=[]),
+            torch=example_torch(version="2.13.0+cpu", cuda=None, cuda_built=False, is_available=False, arch_flags=[]),
         ),
         "torch-not-available": Facts(
-            system=SystemFacts(**_UBUNTU),
-            driver=_driver(),
-            torch=_torch(is_available=False, arch_flags=["sm_75", "sm_80", "sm_86", "sm_90", "compute_120"]),
+            system=SystemFacts(**UBUNTU),
+            driver=example_driver(),
+            torch=example_torch(is_available=False, arch_flags=["sm_75", "sm_80", "sm_86", "sm_90", "compute_120"]),
         ),
-        "small-shm-no-toolkit": Facts(system=SystemFacts(**{**_UBUNTU, "shm_total": 64 << 20}), toolkit=ToolkitFacts()),
+        "small-shm-no-toolkit": Facts(system=SystemFacts(**{**UBUNTU, "shm_total": 64 << 20}), toolkit=ToolkitFacts()),
     }
 
 
 def _driver_trouble() -> dict[str, Facts]:
-    t4 = _gpu("Tesla T4", "7.5", total=16, used=0)
+    t4 = example_gpu("Tesla T4", "7.5", total=16, used=0)
     return {
         # nvidia-ml-py missing from cudadoctor's own environment
         "nvml-binding-missing": Facts(
-            system=_ubuntu(), driver=DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING")
+            system=ubuntu_system(),
+            driver=DriverFacts(binding=None, library_loaded=False, init_status="BINDING_MISSING"),
         ),
         # nvidia-smi: "Failed to initialize NVML: Unknown Error"
-        "nvml-unknown-error": Facts(system=_ubuntu(), driver=_driver("UNKNOWN")),
+        "nvml-unknown-error": Facts(system=ubuntu_system(), driver=example_driver("UNKNOWN")),
         # a two-GPU box where GPU 1 fell off the bus
         "gpu-fell-off-the-bus": Facts(
-            system=_ubuntu(),
-            driver=_driver(devices=[_gpu(), NvmlDevice(index=1, pci_bus_id="00000000:3B:00.0", error="GPU_IS_LOST")]),
+            system=ubuntu_system(),
+            driver=example_driver(
+                devices=[example_gpu(), NvmlDevice(index=1, pci_bus_id="00000000:3B:00.0", error="GPU_IS_LOST")]
+            ),
         ),
         # an old 470 driver that lacks functions nvidia-ml-py asks for
         "old-driver-missing-nvml-functions": Facts(
-            system=_ubuntu(os_release="Ubuntu 20.04.6 LTS"),
-            driver=_driver(
+            system=ubuntu_system(os_release="Ubuntu 20.04.6 LTS"),
+            driver=example_driver(
                 devices=[t4],
                 driver_version="470.256.02",
                 cuda_driver_version=11040,
@@ -108,29 +115,31 @@ def _driver_trouble() -> dict[str, Facts]:
         "macbook-apple-silicon": Facts(
             system=SystemFacts(os="Darwin", os_release="macOS 14.5", machine="arm64", env={}),
             pci=PciFacts(scanned=False),
-            driver=_driver("LIBRARY_NOT_FOUND"),
-            torch=_torch(version="2.13.0", cuda=None, cuda_built=False, is_available=False, mps_available=True),
+            driver=example_driver("LIBRARY_NOT_FOUND"),
+            torch=example_torch(version="2.13.0", cuda=None, cuda_built=False, is_available=False, mps_available=True),
         ),
         # the GPU is bound to vfio-pci for a VM, so NVML counts none
-        "gpu-bound-to-vfio": Facts(system=_ubuntu(), pci=_bus("vfio-pci"), driver=_driver(devices=[])),
+        "gpu-bound-to-vfio": Facts(system=ubuntu_system(), pci=pci_bus("vfio-pci"), driver=example_driver(devices=[])),
     }
 
 
 def _libcuda_trouble() -> dict[str, Facts]:
-    laptop = [_gpu("NVIDIA GeForce RTX 4070 Laptop GPU", "8.9", total=8, used=0)]
-    drv = _driver(devices=laptop, driver_version="550.120", cuda_driver_version=12040)
+    laptop = [example_gpu("NVIDIA GeForce RTX 4070 Laptop GPU", "8.9", total=8, used=0)]
+    drv = example_driver(devices=laptop, driver_version="550.120", cuda_driver_version=12040)
     return {
         # a laptop after suspend/resume: cuInit says CUDA_ERROR_UNKNOWN until nvidia_uvm is reloaded
         "laptop-after-suspend": Facts(
-            system=_ubuntu(),
+            system=ubuntu_system(),
             driver=drv,
             cuda_driver=libcuda_ok(12040, init_result=999, init_error_name="CUDA_ERROR_UNKNOWN", device_count=None),
         ),
         # cuInit hangs (a wedged GPU)
-        "cuinit-hangs": Facts(system=_ubuntu(), driver=drv, cuda_driver=CudaDriverFacts(timed_out=True)),
+        "cuinit-hangs": Facts(system=ubuntu_system(), driver=drv, cuda_driver=CudaDriverFacts(timed_out=True)),
         # the toolkit's stubs directory first on LD_LIBRARY_PATH
         "libcuda-stub-first": Facts(
-            system=_ubuntu(env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64/stubs:/usr/local/cuda-12.4/lib64"}),
+            system=ubuntu_system(
+                env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.4/lib64/stubs:/usr/local/cuda-12.4/lib64"}
+            ),
             driver=drv,
             cuda_driver=libcuda_ok(
                 12040,
@@ -150,9 +159,9 @@ def _libcuda_trouble() -> dict[str, Facts]:
 def _not_loaded(module: KernelModuleFacts, pci: PciFacts | None = None) -> Facts:
     """An Ubuntu host whose NVIDIA module is not loaded, with what the platform probe found."""
     return Facts(
-        system=_ubuntu(kernel=KERNEL, user="alice"),
-        pci=pci or _bus(None),
-        driver=_driver("DRIVER_NOT_LOADED", library_version="550.120"),
+        system=ubuntu_system(kernel=KERNEL, user="alice"),
+        pci=pci or pci_bus(None),
+        driver=example_driver("DRIVER_NOT_LOADED", library_version="550.120"),
         platform=PlatformFacts(module=module),
     )
 
@@ -167,7 +176,7 @@ def _kernel_module() -> dict[str, Facts]:
         DeviceNode("/dev/nvidia0", exists=True, accessible=False, mode="crw-rw----", owner_group="video"),
         DeviceNode("/dev/nvidia-uvm", exists=True, accessible=True, mode="crw-rw-rw-", owner_group="root"),
     ]
-    hgx = [_gpu("NVIDIA H100 80GB HBM3", "9.0", index=i, used=0) for i in range(8)]
+    hgx = [example_gpu("NVIDIA H100 80GB HBM3", "9.0", index=i, used=0) for i in range(8)]
     return {
         # Secure Boot on, the DKMS-built module unsigned
         "secure-boot-unsigned-module": _not_loaded(
@@ -193,7 +202,7 @@ def _kernel_module() -> dict[str, Facts]:
                 nouveau_blacklisted=False,
                 builds=[_build()],
             ),
-            pci=_bus("nouveau"),
+            pci=pci_bus("nouveau"),
         ),
         # a kernel upgrade DKMS did not build the module for
         "kernel-upgrade-without-module": _not_loaded(
@@ -222,14 +231,14 @@ def _kernel_module() -> dict[str, Facts]:
         ),
         # /dev/nvidia* belong to the video group, which this user is not in
         "device-nodes-video-group": Facts(
-            system=_ubuntu(kernel=KERNEL, user="alice"),
-            driver=_driver("NO_PERMISSION"),
+            system=ubuntu_system(kernel=KERNEL, user="alice"),
+            driver=example_driver("NO_PERMISSION"),
             platform=PlatformFacts(module=KernelModuleFacts(kernel=KERNEL, loaded=True, device_nodes=nodes)),
         ),
         # half an upgrade: 550 libraries, the 535 module still built for this kernel
         "half-upgraded-driver": Facts(
-            system=_ubuntu(kernel=KERNEL, kernel_module_version="535.183.01"),
-            driver=_driver("LIB_RM_VERSION_MISMATCH", library_version="550.120"),
+            system=ubuntu_system(kernel=KERNEL, kernel_module_version="535.183.01"),
+            driver=example_driver("LIB_RM_VERSION_MISMATCH", library_version="550.120"),
             platform=PlatformFacts(
                 module=KernelModuleFacts(
                     kernel=KERNEL,
@@ -242,8 +251,8 @@ def _kernel_module() -> dict[str, Facts]:
         ),
         # an HGX H100 node after a reboot: the fabric manager did not start
         "hgx-fabric-manager-down": Facts(
-            system=_ubuntu(kernel=KERNEL),
-            driver=_driver(devices=hgx, driver_version="550.90.07", cuda_driver_version=12040),
+            system=ubuntu_system(kernel=KERNEL),
+            driver=example_driver(devices=hgx, driver_version="550.90.07", cuda_driver_version=12040),
             cuda_driver=libcuda_ok(
                 12040, init_result=802, init_error_name="CUDA_ERROR_SYSTEM_NOT_READY", device_count=None
             ),

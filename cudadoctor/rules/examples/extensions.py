@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
-from cudadoctor.rules.examples.base import VENV, _driver_580, _gpu, _ubuntu, _venv_torch, libcuda_ok
+from cudadoctor.rules.examples.base import VENV, driver_580, example_gpu, libcuda_ok, ubuntu_system, venv_torch
 
 _FLASH = "flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so"
 _LINKS = ["libc10.so", "libtorch.so", "libcudart.so.13"]
@@ -13,15 +13,15 @@ _LINKS_CU12 = ["libc10.so", "libtorch.so", "libcudart.so.12"]
 
 
 def extension_machines() -> dict[str, Facts]:
-    h100 = [_gpu("NVIDIA H100 80GB HBM3", "9.0")]
-    rtx5090 = [_gpu("NVIDIA GeForce RTX 5090", "12.0", total=32, used=1)]
+    h100 = [example_gpu("NVIDIA H100 80GB HBM3", "9.0")]
+    rtx5090 = [example_gpu("NVIDIA GeForce RTX 5090", "12.0", total=32, used=1)]
     return {
         # flash-attn built for Ampere only, on an H100: "no kernel image is available"
         "flash-attn-ampere-only-on-h100": Facts(
-            system=_ubuntu(),
-            driver=_driver_580(h100),
+            system=ubuntu_system(),
+            driver=driver_580(h100),
             cuda_driver=libcuda_ok(),
-            torch=_venv_torch(),
+            torch=venv_torch(),
             extensions=ExtensionFacts(
                 python_executable=VENV,
                 packages=[
@@ -36,10 +36,10 @@ def extension_machines() -> dict[str, Facts]:
         ),
         # a custom op with PTX for Turing only on an RTX 5090, and an xformers built for an older torch and CUDA 12
         "ptx-turing-only-on-rtx5090": Facts(
-            system=_ubuntu(),
-            driver=_driver_580(rtx5090),
+            system=ubuntu_system(),
+            driver=driver_580(rtx5090),
             cuda_driver=libcuda_ok(),
-            torch=_venv_torch(),
+            torch=venv_torch(),
             extensions=ExtensionFacts(
                 python_executable=VENV,
                 packages=[

@@ -9,9 +9,9 @@ from cudadoctor.facts import (
 )
 from cudadoctor.facts.fleet import AllReduce, FleetFacts, GpuPerf, Hang, NodeFacts, RankInfo
 from cudadoctor.rules.examples.base import (
-    _driver,
-    _gpu,
-    _ubuntu,
+    example_driver,
+    example_gpu,
+    ubuntu_system,
 )
 
 
@@ -20,10 +20,10 @@ def _fleet(nodes: int, per_node: int = 8, **kw: Any) -> FleetFacts:
     ff = FleetFacts(world_size=nodes * per_node, local_world_size=per_node, backend="nccl", **kw)
     for n in range(nodes):
         host = f"gpu{n + 1:02d}"
-        gpus = [_gpu("NVIDIA H100 80GB HBM3", "9.0", i, used=0, persistence_mode=True) for i in range(per_node)]
+        gpus = [example_gpu("NVIDIA H100 80GB HBM3", "9.0", i, used=0, persistence_mode=True) for i in range(per_node)]
         facts = Facts(
-            system=_ubuntu(hostname=host),
-            driver=_driver(devices=gpus, driver_version="570.172.08", cuda_driver_version=12080),
+            system=ubuntu_system(hostname=host),
+            driver=example_driver(devices=gpus, driver_version="570.172.08", cuda_driver_version=12080),
         )
         ff.nodes.append(NodeFacts(node_rank=n, label=host, host=host, facts=facts))
         for lr in range(per_node):

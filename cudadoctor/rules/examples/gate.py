@@ -9,11 +9,11 @@ from cudadoctor.facts import (
 from cudadoctor.model import ProbeOutcome
 from cudadoctor.rules.examples.base import (
     GiB,
-    _driver_580,
-    _gpu,
-    _ubuntu,
-    _venv_torch,
+    driver_580,
+    example_gpu,
     libcuda_ok,
+    ubuntu_system,
+    venv_torch,
 )
 from cudadoctor.rules.requirements import Requirements
 
@@ -24,16 +24,16 @@ def _gate() -> tuple[Facts, Requirements]:
     """A shared CI box, two A100s (one busy) and two T4s, for a job that needs two bf16 GPUs with 20 GiB."""
     busy = GpuProcess(pid=5151, used_memory=31 * GiB, name="python", user="bob")
     shared = [
-        _gpu("NVIDIA A100-PCIE-40GB", "8.0", 0, 40, 31, processes=[busy]),
-        _gpu("NVIDIA A100-PCIE-40GB", "8.0", 1, 40, 0),
-        _gpu("Tesla T4", "7.5", 2, 16, 0),
-        _gpu("Tesla T4", "7.5", 3, 16, 0),
+        example_gpu("NVIDIA A100-PCIE-40GB", "8.0", 0, 40, 31, processes=[busy]),
+        example_gpu("NVIDIA A100-PCIE-40GB", "8.0", 1, 40, 0),
+        example_gpu("Tesla T4", "7.5", 2, 16, 0),
+        example_gpu("Tesla T4", "7.5", 3, 16, 0),
     ]
     facts = Facts(
-        system=_ubuntu(env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}),
-        driver=_driver_580(shared),
+        system=ubuntu_system(env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}),
+        driver=driver_580(shared),
         cuda_driver=libcuda_ok(n=4),
-        torch=_venv_torch(device_count=4, cudnn_version=None),
+        torch=venv_torch(device_count=4, cudnn_version=None),
     )
     gate = Requirements(
         require_gpus=2,
@@ -55,8 +55,8 @@ def _failed_probes() -> list[ProbeOutcome]:
 
 def gates() -> dict[str, tuple[Facts, Requirements]]:
     """CI gates that pass: the job's needs met, each requirement in the table."""
-    a100 = [_gpu("NVIDIA A100-SXM4-80GB", "8.0", 0, 80, 2)]
-    runner = Facts(system=_ubuntu(), driver=_driver_580(a100), cuda_driver=libcuda_ok(), torch=_venv_torch())
+    a100 = [example_gpu("NVIDIA A100-SXM4-80GB", "8.0", 0, 80, 2)]
+    runner = Facts(system=ubuntu_system(), driver=driver_580(a100), cuda_driver=libcuda_ok(), torch=venv_torch())
     needs = Requirements(require_gpus=1, min_free_memory=40 * GiB, min_compute_capability="8.0", require_cudnn=True)
     # a CI runner's A100 meets a job that needs one bf16 GPU with 40 GiB free and cuDNN
     return {"ci-gate-passes": (runner, needs)}

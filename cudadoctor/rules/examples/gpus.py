@@ -23,19 +23,19 @@ from cudadoctor.knowledge.gpu_health import CLOCKS_HW_THERMAL, CLOCKS_SW_THERMAL
 from cudadoctor.rules.examples.base import (
     KERNEL,
     GiB,
-    _driver,
-    _driver_580,
-    _gpu,
-    _ubuntu,
-    _venv_torch,
+    driver_580,
+    example_driver,
+    example_gpu,
+    ubuntu_system,
+    venv_torch,
 )
 
 # --- GPU health, P2P and the measurements ----------------------------------------------------------
 
 
 def _gpu_health() -> dict[str, Facts]:
-    node = [_gpu(index=i, used=0, persistence_mode=True) for i in range(4)]
-    node[2] = _gpu(
+    node = [example_gpu(index=i, used=0, persistence_mode=True) for i in range(4)]
+    node[2] = example_gpu(
         index=2,
         used=0,
         persistence_mode=True,
@@ -48,9 +48,9 @@ def _gpu_health() -> dict[str, Facts]:
         XidEvent(48, "0000:1a:00", "NVRM: Xid (PCI:0000:1a:00): 48, pid=31337, name=python, DBE (double bit error)"),
         XidEvent(63, "0000:1a:00", "NVRM: Xid (PCI:0000:1a:00): 63, pid=31337, Row Remapper: New row marked"),
     ]
-    v100 = _gpu("Tesla V100-SXM2-32GB", "7.0", total=32, used=0, retired_pages_dbe=1, retired_pages_pending=True)
+    v100 = example_gpu("Tesla V100-SXM2-32GB", "7.0", total=32, used=0, retired_pages_dbe=1, retired_pages_pending=True)
     busy = GpuProcess(pid=4242, used_memory=30 * GiB, name="python", user="bob")
-    hot = _gpu(
+    hot = example_gpu(
         "NVIDIA RTX 6000 Ada Generation",
         "8.9",
         total=48,
@@ -63,13 +63,15 @@ def _gpu_health() -> dict[str, Facts]:
     )
     return {
         # an A100 node whose GPU 2 had a double-bit error: remap pending, Xid 48 and 63 in the log
-        "a100-double-bit-error": Facts(system=_ubuntu(), driver=_driver(devices=node), platform=PlatformFacts(xid=xid)),
+        "a100-double-bit-error": Facts(
+            system=ubuntu_system(), driver=example_driver(devices=node), platform=PlatformFacts(xid=xid)
+        ),
         # a V100 with a page waiting to be retired
-        "v100-page-retirement-pending": Facts(system=_ubuntu(), driver=_driver(devices=[v100])),
+        "v100-page-retirement-pending": Facts(system=ubuntu_system(), driver=example_driver(devices=[v100])),
         # a hot, shared workstation: thermal slowdown, exclusive compute mode, kernel log for root only
         "hot-shared-workstation": Facts(
-            system=_ubuntu(),
-            driver=_driver(devices=[hot]),
+            system=ubuntu_system(),
+            driver=example_driver(devices=[hot]),
             platform=PlatformFacts(
                 xid=None, module=KernelModuleFacts(kernel=KERNEL, loaded=True, kernel_log_readable=False)
             ),
@@ -85,10 +87,10 @@ def _transfers(device: int, h2d: float, d2h: float, h2d_pageable: float, d2h_pag
 
 def _measured() -> dict[str, Facts]:
     link = dict(pcie_gen_current=4, pcie_gen_max=4, pcie_width_current=16, pcie_width_max=16)
-    a6000 = [_gpu("NVIDIA RTX A6000", "8.6", index=i, total=48, used=0, **link) for i in range(4)]
+    a6000 = [example_gpu("NVIDIA RTX A6000", "8.6", index=i, total=48, used=0, **link) for i in range(4)]
     # P2P between the pairs on one switch only, and slow there: the IOMMU translates GPU traffic
     p2p = [[i != j and i // 2 == j // 2 for j in range(4)] for i in range(4)]
-    riser = _gpu(
+    riser = example_gpu(
         "NVIDIA GeForce RTX 4090",
         "8.9",
         total=24,
@@ -101,8 +103,8 @@ def _measured() -> dict[str, Facts]:
     return {
         # a 4-GPU workstation with the IOMMU in translation mode (`check --full`)
         "iommu-translation-slow-p2p": Facts(
-            system=_ubuntu(),
-            driver=_driver_580(a6000),
+            system=ubuntu_system(),
+            driver=driver_580(a6000),
             platform=PlatformFacts(
                 iommu=IommuFacts(
                     enabled=True, cmdline="intel_iommu=on", group_types={d.pci_bus_id or "": "DMA-FQ" for d in a6000}
@@ -117,15 +119,15 @@ def _measured() -> dict[str, Facts]:
         ),
         # an RTX 4090 on a riser that trained to x8, its copies far below the link
         "riser-x8": Facts(
-            system=_ubuntu(),
-            driver=_driver_580([riser]),
+            system=ubuntu_system(),
+            driver=driver_580([riser]),
             bandwidth=BandwidthFacts(transfers=_transfers(0, 6.2, 6.5, 5.8, 5.9), device_names={"0": riser.name or ""}),
         ),
         # a GPU that computes wrong results: the smoke test's loss does not fall on it
         "gpu-computes-wrong": Facts(
-            system=_ubuntu(),
-            driver=_driver_580([_gpu(used=0)]),
-            torch=_venv_torch(),
+            system=ubuntu_system(),
+            driver=driver_580([example_gpu(used=0)]),
+            torch=venv_torch(),
             smoke=SmokeFacts(
                 steps=[SmokeStep("cpu", "mlp", [2.31, 0.42]), SmokeStep("cuda:0", "mlp", [2.31, 2.35])],
                 max_loss_difference=0.8,
@@ -143,9 +145,12 @@ def _measured() -> dict[str, Facts]:
 
 
 def _visible_devices() -> dict[str, Facts]:
-    l40s = [_gpu("NVIDIA L40S", "8.9", index=i, total=48, used=0) for i in range(4)]
-    mixed = [_gpu("NVIDIA GeForce RTX 3060", "8.6", total=12, used=0), _gpu("NVIDIA GeForce RTX 4090", "8.9", 1, 24, 0)]
-    mig = _gpu(
+    l40s = [example_gpu("NVIDIA L40S", "8.9", index=i, total=48, used=0) for i in range(4)]
+    mixed = [
+        example_gpu("NVIDIA GeForce RTX 3060", "8.6", total=12, used=0),
+        example_gpu("NVIDIA GeForce RTX 4090", "8.9", 1, 24, 0),
+    ]
+    mig = example_gpu(
         mig_enabled=True,
         used=0,
         mig_instances=[
@@ -160,13 +165,13 @@ def _visible_devices() -> dict[str, Facts]:
     }
     return {
         **{
-            name: Facts(system=_ubuntu(env={"CUDA_VISIBLE_DEVICES": v}), driver=_driver(devices=l40s))
+            name: Facts(system=ubuntu_system(env={"CUDA_VISIBLE_DEVICES": v}), driver=example_driver(devices=l40s))
             for name, v in box.items()
         },
         # an RTX 3060 next to an RTX 4090: CUDA's order differs from nvidia-smi's
-        "mixed-gpus-order": Facts(system=_ubuntu(), driver=_driver(devices=mixed)),
+        "mixed-gpus-order": Facts(system=ubuntu_system(), driver=example_driver(devices=mixed)),
         # an A100 split into MIG instances
-        "a100-mig": Facts(system=_ubuntu(), driver=_driver(devices=[mig])),
+        "a100-mig": Facts(system=ubuntu_system(), driver=example_driver(devices=[mig])),
     }
 
 

@@ -16,12 +16,12 @@ from cudadoctor.facts.platform import (
     WslFacts,
 )
 from cudadoctor.rules.examples.base import (
-    _driver,
-    _driver_580,
-    _gpu,
-    _ubuntu,
-    _venv_torch,
+    driver_580,
+    example_driver,
+    example_gpu,
     libcuda_ok,
+    ubuntu_system,
+    venv_torch,
 )
 
 
@@ -41,32 +41,32 @@ def _wsl_platform(**kw: Any) -> PlatformFacts:
 
 
 def _wsl() -> dict[str, Facts]:
-    wsl2 = _ubuntu(wsl=True, kernel="5.15.153.1-microsoft-standard-WSL2")
-    rtx = [_gpu("NVIDIA GeForce RTX 4080", "8.9", total=16, used=1)]
+    wsl2 = ubuntu_system(wsl=True, kernel="5.15.153.1-microsoft-standard-WSL2")
+    rtx = [example_gpu("NVIDIA GeForce RTX 4080", "8.9", total=16, used=1)]
     return {
         # an old distribution still on WSL1
         "wsl1": Facts(
-            system=_ubuntu(wsl=True, os_release="Ubuntu 20.04.6 LTS", kernel="4.4.0-19041-Microsoft"),
-            driver=_driver("LIBRARY_NOT_FOUND"),
+            system=ubuntu_system(wsl=True, os_release="Ubuntu 20.04.6 LTS", kernel="4.4.0-19041-Microsoft"),
+            driver=example_driver("LIBRARY_NOT_FOUND"),
             platform=PlatformFacts(wsl=WslFacts(version=1, distro="Ubuntu-20.04", lib_dir=False)),
         ),
         # someone ran `apt install nvidia-driver-550` inside WSL2
         "linux-driver-inside-wsl2": Facts(
             system=wsl2,
-            driver=_driver("DRIVER_NOT_LOADED"),
+            driver=example_driver("DRIVER_NOT_LOADED"),
             platform=_wsl_platform(linux_driver_packages=["nvidia-driver-550", "libnvidia-compute-550"]),
         ),
         # a copied libcuda.so.1 found before /usr/lib/wsl/lib
         "wsl-copied-libcuda": Facts(
             system=wsl2,
-            driver=_driver(devices=rtx, driver_version="560.94", cuda_driver_version=12060),
+            driver=example_driver(devices=rtx, driver_version="560.94", cuda_driver_version=12060),
             cuda_driver=libcuda_ok(12060, init_result=100, init_error_name="CUDA_ERROR_NO_DEVICE", device_count=None),
             platform=_wsl_platform(shadowing_libs=["/usr/lib/x86_64-linux-gnu/libcuda.so.1"]),
         ),
         # "GPU access blocked by the operating system"
         "wsl-gpu-blocked": Facts(
             system=wsl2,
-            driver=_driver("OPERATING_SYSTEM"),
+            driver=example_driver("OPERATING_SYSTEM"),
             cuda_driver=libcuda_ok(init_result=304, init_error_name="CUDA_ERROR_OPERATING_SYSTEM", driver_version=None),
             platform=_wsl_platform(),
         ),
@@ -78,32 +78,32 @@ def _container(runtime: str = "docker", **kw: Any) -> PlatformFacts:
 
 
 def _containers() -> dict[str, Facts]:
-    inside = _ubuntu(in_container=True, container_hints=["/.dockerenv"], shm_total=64 << 20)
-    a10 = [_gpu("NVIDIA A10G", "8.6", total=24, used=0)]
+    inside = ubuntu_system(in_container=True, container_hints=["/.dockerenv"], shm_total=64 << 20)
+    a10 = [example_gpu("NVIDIA A10G", "8.6", total=24, used=0)]
     return {
         # `docker run` without --gpus on an image that sets NVIDIA_VISIBLE_DEVICES=void
         "docker-without-gpus": Facts(
-            system=inside, driver=_driver("LIBRARY_NOT_FOUND"), platform=_container(visible_devices="void")
+            system=inside, driver=example_driver("LIBRARY_NOT_FOUND"), platform=_container(visible_devices="void")
         ),
         # NVIDIA_DRIVER_CAPABILITIES=utility: nvidia-smi works, CUDA does not
         "container-utility-only": Facts(
             system=inside,
-            driver=_driver(devices=a10),
+            driver=example_driver(devices=a10),
             cuda_driver=CudaDriverFacts(library_found=False, load_error="libcuda.so.1: cannot open shared object file"),
             platform=_container(visible_devices="all", driver_capabilities="utility"),
         ),
         # a Kubernetes pod whose spec asks for no GPU
         "kubernetes-pod-without-gpu": Facts(
-            system=_ubuntu(in_container=True, container_hints=["KUBERNETES_SERVICE_HOST"]),
-            driver=_driver("LIBRARY_NOT_FOUND"),
+            system=ubuntu_system(in_container=True, container_hints=["KUBERNETES_SERVICE_HOST"]),
+            driver=example_driver("LIBRARY_NOT_FOUND"),
             platform=_container("kubernetes", kubernetes=True),
         ),
         # Docker's default 64 MB /dev/shm kills DataLoader workers
         "docker-64mb-shm": Facts(
             system=inside,
-            driver=_driver_580(a10),
+            driver=driver_580(a10),
             cuda_driver=libcuda_ok(),
-            torch=_venv_torch(),
+            torch=venv_torch(),
             platform=_container(visible_devices="all", driver_capabilities="compute,utility"),
             smoke=SmokeFacts(
                 steps=[SmokeStep("cpu", "mlp", [2.31, 0.42]), SmokeStep("cuda:0", "mlp", [2.31, 0.42])],
