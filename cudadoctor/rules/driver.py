@@ -10,7 +10,7 @@ from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import CATALOGUE, CUDA, NVML, entry, fix, named
 
-# CONTAINER_FIX, WSL_FIX: rules/paste.py imports them from here
+# CONTAINER_FIX, WSL_FIX: rules/paste/containers.py imports them from here
 from cudadoctor.rules.predicates import (
     CONTAINER_FIX,
     WSL_FIX,

@@ -350,7 +350,8 @@ UNCHECKED: dict[str, str] = {
 KNOWN_WRONG: dict[str, str] = {
     r"pip install torch --index-url \S+/cu128$": "CD504 (rules/requirements.py): installs torch without naming a "
     "release; name the newest release the wheel table has for the expected CUDA (2.11 for cu128)",
-    r"pip install torch --index-url \S+/cu132$": "CD906 (rules/paste.py): installs torch without naming a release",
+    r"pip install torch --index-url \S+/cu132$": "CD906 (rules/paste/installs.py): installs torch without naming a "
+    "release",
 }
 # Checkpoint examples' Python snippets that fail when run against their checkpoint with the torch here
 # (tests/rules/test_examples_fixes.py), not fixed yet: what is wrong, and where it is made.
