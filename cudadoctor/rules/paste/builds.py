@@ -224,7 +224,7 @@ _FIRST_CUDA = {
 
 
 def gpus_with_cc(f: Facts) -> list[tuple[str, str]]:
-    from cudadoctor.advice.install import gpu_capabilities
+    from cudadoctor.advice.gpus import gpu_capabilities
 
     known = gpu_capabilities(f)
     if not known and f.paste is not None:  # a GPU named in prose, with nothing else of torch shown

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from cudadoctor.advice.install import advise, driver_view
+from cudadoctor.advice.driver import driver_view
+from cudadoctor.advice.install import advise
 from cudadoctor.facts import CudaDriverFacts, Facts
 from cudadoctor.knowledge import wheels
 from cudadoctor.model import Fix, Message, msg
