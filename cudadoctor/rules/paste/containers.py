@@ -35,7 +35,7 @@ def image_needs_newer_driver(h: PasteHit) -> Finding:
 
 
 def container_error(h: PasteHit, snap: bool = False) -> Finding:
-    from cudadoctor.rules.driver import CONTAINER_FIX
+    from cudadoctor.rules.predicates import CONTAINER_FIX
 
     fixes = list(CONTAINER_FIX)
     if snap:
@@ -53,7 +53,7 @@ def container_error(h: PasteHit, snap: bool = False) -> Finding:
 
 
 def container_without_driver(ctx: PasteHit, h: PasteHit) -> Finding:
-    from cudadoctor.rules.driver import CONTAINER_FIX
+    from cudadoctor.rules.predicates import CONTAINER_FIX
 
     cuda = ctx.detail.get("cuda")
     return CONTAINER.finding(
@@ -94,7 +94,7 @@ def singularity_no_nv(h: PasteHit) -> Finding:
 
 
 def docker_run_no_gpus(h: PasteHit) -> Finding:
-    from cudadoctor.rules.driver import CONTAINER_FIX
+    from cudadoctor.rules.predicates import CONTAINER_FIX
 
     return CONTAINER.finding(
         title=msg("The container was started without --gpus: it has no GPU ({line})", line=h.text),
@@ -124,7 +124,7 @@ def shm(h: PasteHit) -> Finding:
 
 
 def no_driver(f: Facts, h: PasteHit) -> Finding:
-    from cudadoctor.rules.driver import CONTAINER_FIX, WSL_FIX
+    from cudadoctor.rules.predicates import CONTAINER_FIX, WSL_FIX
 
     s = f.system
     if s is not None and s.wsl:
