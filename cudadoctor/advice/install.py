@@ -1,70 +1,21 @@
-"""The torch install command that fits THIS driver and THESE GPUs, computed from the wheel tables."""
+"""The torch install command that fits THIS driver and THESE GPUs, computed from the wheel tables: advise()
+and its Advice, and the install commands for each installer. What the driver runs and its upgrade are in
+advice/driver.py, the GPUs and their kernels in words in advice/gpus.py, labels built from parts in advice/text.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from cudadoctor.advice import shell
+from cudadoctor.advice.driver import DriverView, driver_upgrade_fix, driver_view, within_branch
+from cudadoctor.advice.gpus import gpu_capabilities, gpu_reasons
+from cudadoctor.advice.text import not_known, parts
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompanionCheck, EnvironmentManager
-from cudadoctor.knowledge import companions, driver_install, wheels
-from cudadoctor.knowledge.architectures import arch_name, last_driver_branch, parse_cc
-from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor, max_cuda_for_driver
-from cudadoctor.knowledge.versions import parse_version, version_at_least
+from cudadoctor.knowledge import companions, wheels
+from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
+from cudadoctor.knowledge.versions import parse_version
 from cudadoctor.model import Fix, Message, msg
-
-
-@dataclass
-class DriverView:
-    """What the driver can run: its CUDA version (major, minor) and its version string."""
-
-    cuda: tuple[int, int] | None
-    version: str | None
-    windows: bool
-
-    @property
-    def known(self) -> bool:
-        """Whether anything is known of the driver: an unknown one runs every build (see runs)."""
-        return self.cuda is not None or self.version is not None
-
-    def runs(self, cuda: tuple[int, int]) -> str | None:
-        """ "full", "minor" (minor-version compatibility) or None when the driver cannot run it."""
-        if self.cuda is not None:
-            if self.cuda >= cuda:
-                return "full"
-            if self.cuda[0] == cuda[0] and cuda[0] >= 11:
-                floor = major_floor(cuda[0], self.windows)
-                if self.version is None or floor is None or version_at_least(self.version, floor):
-                    return "minor"
-            return None
-        if self.version is None:
-            return "full"  # unknown driver: do not rule anything out
-        full = full_minimum(*cuda, windows=self.windows)
-        if full and version_at_least(self.version, full):
-            return "full"
-        floor = major_floor(cuda[0], self.windows)
-        return "minor" if floor and version_at_least(self.version, floor) else None
-
-
-def driver_view(f: Facts) -> DriverView:
-    windows = f.system is not None and f.system.os == "Windows"
-    version = f.driver.driver_version if f.driver else None
-    raw = f.driver.cuda_driver_version if f.driver else None
-    if raw is None and f.cuda_driver is not None:
-        raw = f.cuda_driver.driver_version
-    cuda = (raw // 1000, (raw % 1000) // 10) if raw else None
-    if cuda is None and version:
-        cuda = max_cuda_for_driver(version, windows)
-    return DriverView(cuda=cuda, version=version, windows=windows)
-
-
-def gpu_capabilities(f: Facts) -> list[tuple[str, str]]:
-    """(name, capability) of each GPU NVML reports; torch's own list when NVML has none."""
-    if f.driver is not None and f.driver.devices:
-        return [(d.name or f"GPU {d.index}", d.compute_capability) for d in f.driver.devices if d.compute_capability]
-    if f.torch is not None:
-        return [(d.name or f"GPU {d.index}", d.capability) for d in f.torch.devices if d.capability]
-    return []
 
 
 @dataclass
@@ -381,167 +332,6 @@ def uv_project_snippet(variant: wheels.Variant, names: list[str]) -> list[str]:
 # --- why this variant, and a driver upgrade as a real command ---------------------------------------
 
 
-# arch_name's words for a capability it has no name for (prose, so translated; names stay verbatim)
-_ARCH_WORDS = {
-    "unknown architecture": msg("unknown architecture"),
-    "a newer architecture": msg("a newer architecture"),
-    "an unknown architecture": msg("an unknown architecture"),
-}
-
-
-def arch_reason(
-    name: str,
-    cc: str,
-    machine: str | None = None,
-    always: bool = False,
-    release: str | None = None,
-    last: bool = True,
-) -> Message | None:
-    """Why a GPU needs some builds: "NVIDIA GeForce RTX 5090 is Blackwell, sm_120: only cu128 builds and
-    newer have kernels for it". None when every current build has kernels for it (unless `always`).
-    `release`: the torch release a fix installs, which the sentence is then about (not the newest). `last`:
-    False leaves out which release last had kernels (a sentence after it names it)."""
-    parsed = parse_cc(cc)
-    if parsed is None:
-        return None
-    arch = arch_name(cc)
-    head = dict(gpu=name, arch=_ARCH_WORDS.get(arch, arch), sm=f"{parsed[0]}{parsed[1]}")
-    releases = wheels.releases_newest_first()
-    covering = {
-        r: [v.name for v in wheels.variants(r, machine) if wheels.coverage(v.arch_flags, cc) == "sm"] for r in releases
-    }
-    known = [r for r in releases if len(wheels.variants(r, machine)) > 1] or releases  # full rows only
-    current = release if release in covering else known[0]
-    if not any(covering.values()):
-        return msg("{gpu} is {arch}, sm_{sm}: no PyTorch build in cudadoctor's tables has kernels for it", **head)
-    if not covering[current] and current == release:  # it runs through PTX JIT only: the advice says so
-        return msg("{gpu} is {arch}, sm_{sm}: no torch {release} build has kernels for it", **head, release=release)
-    if not covering[current]:
-        if not last:
-            return msg("{gpu} is {arch}, sm_{sm}: no current release has kernels for it", **head)
-        newest = next(r for r in releases if covering[r])
-        return msg(
-            "{gpu} is {arch}, sm_{sm}: no current release has kernels for it; the last that does is torch "
-            "{release} ({names})",
-            **head,
-            release=newest,
-            names=", ".join(covering[newest]),
-        )
-    all_names = [v.name for v in wheels.variants(current, machine)]
-    if covering[current] == all_names:
-        if always:
-            return msg(
-                "{gpu} is {arch}, sm_{sm}: every torch {release} build has kernels for it", **head, release=current
-            )
-        return None
-    have = sorted({n for r in releases for n in covering[r]}, key=wheels.variant_cuda)
-    lacking = {v.name for r in releases for v in wheels.variants(r, machine)} - set(have)
-    if all(wheels.variant_cuda(n) < wheels.variant_cuda(have[0]) for n in lacking):
-        return msg(
-            "{gpu} is {arch}, sm_{sm}: only {variant} builds and newer have kernels for it", **head, variant=have[0]
-        )
-    return msg(
-        "{gpu} is {arch}, sm_{sm}: of torch {release}'s builds only {names} have kernels for it",
-        **head,
-        release=current,
-        names=", ".join(covering[current]),
-    )
-
-
-def parts(items: list[Message]) -> Message:
-    """The parts of a note in order with "; " between them, each translated on its own (the separator is
-    part of a template, never a join of English)."""
-    if len(items) == 1:
-        return items[0]
-    return msg("{first}; {rest}", first=items[0], rest=parts(items[1:]))
-
-
-def gpu_reasons(f: Facts, release: str | None = None) -> list[Message]:
-    machine = f.system.machine if f.system else None
-    seen, out = set(), []
-    for name, cc in gpu_capabilities(f):
-        if (name, cc) in seen:
-            continue
-        seen.add((name, cc))
-        if why := arch_reason(name, cc, machine, always=True, release=release):
-            out.append(why)
-    return out
-
-
-def driver_upgrade_fix(f: Facts, need: str, lower: bool = False) -> tuple[Message, list[str]]:
-    """(label, commands) to get driver `need` or newer on this OS: a package for the distribution, the
-    Windows driver (also for WSL, which uses it), or NVIDIA's download page. In a container the driver is
-    the host's: the label says so."""
-    container = f.system is not None and f.system.in_container
-    windows = f.system is not None and f.system.os == "Windows"
-    limit, within = gpu_branch_limit(f), _within_branch(f, need, windows)
-    if within is None and limit is not None:
-        # no driver that drives these GPUs runs what `need` runs: say so, never offer a newer branch
-        return msg(
-            "no NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}"
-            if lower
-            else "No NVIDIA driver for these GPUs runs it: their last driver branch is {branch}, and it needs {need}",
-            branch=limit,
-            need=need,
-        ), []
-    need = within or need
-    label, cmds = _driver_upgrade(f, need, lower=container or lower)
-    if container:
-        label = msg(
-            "on the host (not in this container): {action}"
-            if lower
-            else "On the host (not in this container): {action}",
-            action=label,
-        )
-    return label, cmds
-
-
-def _driver_upgrade(f: Facts, need: str, lower: bool = False) -> tuple[Message, list[str]]:
-    """`lower`: the label goes after a colon, so it starts in lower case (a template of its own)."""
-    system = f.system
-    page = driver_install.SOURCES["generic"]
-    if system is not None and system.os == "Windows":
-        label = msg(
-            "install NVIDIA driver {need} or newer for Windows"
-            if lower
-            else "Install NVIDIA driver {need} or newer for Windows",
-            need=need,
-        )
-        return label, [f"start {page}"]
-    if system is not None and system.wsl:
-        label = msg(
-            "install NVIDIA driver {need} or newer on Windows "
-            "(WSL uses the Windows driver; never install one inside WSL)"
-            if lower
-            else "Install NVIDIA driver {need} or newer on Windows "
-            "(WSL uses the Windows driver; never install one inside WSL)",
-            need=need,
-        )
-        return label, [f"explorer.exe {page}"]
-    os_id = system.os_id if system else None
-    # a GPU that newer drivers ignore (Kepler after 470; Maxwell, Pascal, Volta after 580) gets its last
-    # branch, never a newer one
-    family, cmds = driver_install.install_commands(os_id, legacy=gpu_branch_limit(f) or False)
-    branch = need.split(".")[0]
-    if family.lower().startswith("ubuntu"):
-        cmds = [f"sudo apt install nvidia-driver-{branch}", "sudo reboot"]
-    label = msg(
-        "upgrade the NVIDIA driver to {need} or newer ({family})"
-        if lower
-        else "Upgrade the NVIDIA driver to {need} or newer ({family})",
-        need=need,
-        family=family,
-    )
-    return label, cmds
-
-
-def gpu_branch_limit(f: Facts) -> int | None:
-    """The newest driver branch that still drives every GPU here (knowledge/architectures.py); None: none
-    of them has a known limit."""
-    limits = [b for _, cc in gpu_capabilities(f) if (b := last_driver_branch(cc))]
-    return min(limits) if limits else None
-
-
 def unknown_inputs(f: Facts) -> list[str]:
     """What the torch install for this machine depends on and the facts do not say (a probe skipped with
     --only, a paste, an older report). A command computed without it would be a guess that knowing it
@@ -625,19 +415,6 @@ def uv_auto_differs(f: Facts, v: wheels.Variant) -> Message | None:
     )
 
 
-def _within_branch(f: Facts, need: str, windows: bool) -> str | None:
-    """`need`, or a driver no newer than the last branch that drives these GPUs (Kepler: 470; Maxwell,
-    Pascal, Volta: 580) that runs the same CUDA: the floor of minor-version compatibility for its major. None
-    where even that is past the branch."""
-    limit = gpu_branch_limit(f)
-    major = need.split(".")[0]
-    if limit is None or not major.isdigit() or int(major) <= limit:
-        return need  # no limit, or no version to compare (a caller without a minimum passes "")
-    cuda = max_cuda_for_driver(need, windows)
-    floor = major_floor(cuda[0], windows) if cuda else None
-    return floor if floor and int(floor.split(".")[0]) <= limit else None
-
-
 # Real cubins for every GPU before PTX JIT; then the installed release, newer ones, older ones;
 # inside a release, full driver compatibility before minor-version compatibility, then the newest CUDA.
 def advise(f: Facts) -> Advice:
@@ -662,7 +439,7 @@ def advise(f: Facts) -> Advice:
         target = max(arch_ok, key=lambda v: v.cuda)
         if drv.runs(target.cuda) is None:
             upgrade = full_minimum(*target.cuda, windows=drv.windows) or major_floor(target.cuda[0], drv.windows)
-            upgrade = _within_branch(f, upgrade, drv.windows) if upgrade else None
+            upgrade = within_branch(f, upgrade, drv.windows) if upgrade else None
     for cubin in (True, False):
         for rel in [release, *newer, *older]:
             fitting = [(v, c) for v in wheels.variants(rel, machine) if (c := _fits(v, drv, ccs, cubin))]
@@ -755,36 +532,3 @@ def advice_fixes(advice: Advice, label: str) -> list[Fix]:
     elif not out:
         out.append(Fix(when=msg("{note}: see {url}", note=advice.note, url=PREVIOUS_VERSIONS)))
     return out
-
-
-def not_known(label: str, unknown: list[str]) -> Message:
-    """A fix label without a command: what it depends on is not known."""
-    what = label if isinstance(label, Message) else msg(label)
-    return msg(
-        "{label}: which build fits is not known ({unknown}); run every check to see it",
-        label=what,
-        unknown=parts([u if isinstance(u, Message) else msg(u) for u in unknown]),
-    )
-
-
-def joined(parts: list[str], separator: str = "; ", names: bool = False) -> str:
-    """ "a; b; c" (separator "; ", ", " or " and ") as one message, for a renderer to translate: each part
-    in turn when it is a message or a text the translation catalogue holds, or shown as it is (`names`:
-    package names, paths, versions). No parts: ""."""
-    if not parts:
-        return ""
-    head = parts[0] if names or isinstance(parts[0], Message) else msg(parts[0])
-    if len(parts) == 1:
-        return head
-    rest = joined(parts[1:], separator, names)
-    if separator == "; ":
-        return msg("{first}; {rest}", first=head, rest=rest)
-    return msg("{first}, {rest}" if separator == ", " else "{first} and {rest}", first=head, rest=rest)
-
-
-def lower_first(text: str) -> str:
-    """ "Upgrade …" as it reads inside a sentence ("Or upgrade …"); a message stays one, by its template
-    with the first letter lowered (the catalogue holds those too)."""
-    if isinstance(text, Message) and text.plural is None and text.template[:1].isalpha():
-        return Message(text.template[:1].lower() + text.template[1:], **text.args)
-    return text[:1].lower() + text[1:]

@@ -28,6 +28,7 @@ from cudadoctor.rules import (
     wsl,
 )
 from cudadoctor.rules.catalogue import SECTIONS
+from cudadoctor.rules.paste.ask import ask_for
 from cudadoctor.rules.requirements import Requirements
 from cudadoctor.rules.story import one_story
 
@@ -58,7 +59,7 @@ def evaluate(facts: Facts, outcomes: list[ProbeOutcome], req: Requirements | Non
         findings.extend(rule(facts))
     findings.extend(torch_build.summarize(facts, findings))
     findings.extend(requirements.evaluate(facts, req))
-    findings.extend(paste.ask_for(facts, findings))
+    findings.extend(ask_for(facts, findings))
     order = {s: i for i, s in enumerate(SECTIONS)}
     # stable: sections in report order, worst first inside a section
     findings.sort(key=lambda x: (order[x.section], -x.severity.rank))

@@ -5,26 +5,21 @@ from __future__ import annotations
 from cudadoctor.facts import DriverFacts, Facts
 from cudadoctor.facts.nvml import SICK_ERRORS
 from cudadoctor.knowledge.cuda_errors import NVML_ERRORS
-from cudadoctor.knowledge.driver_install import LEGACY_BRANCH, SOURCES, install_commands
 from cudadoctor.knowledge.versions import cuda_int_to_str
 from cudadoctor.model import Finding, Fix, Message, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import CATALOGUE, CUDA, NVML, entry, fix, named
-
-# CONTAINER_FIX, WSL_FIX: rules/paste.py imports them from here
+from cudadoctor.rules.driver_fixes import driver_install_fixes, driver_upgrade_commands, wsl_fix
 from cudadoctor.rules.predicates import (
     CONTAINER_FIX,
-    WSL_FIX,
     container,
     container_root_cause,
     in_wsl,
     jetson,
     joined,
-    legacy_gpu,
     mismatch,
     module_root_cause,
     module_versions,
     nodes_cause,
-    package_tool,
     ruled_out,
     wsl_root_cause,
 )
@@ -159,62 +154,6 @@ BINDING_MISSING = entry(
     """cudadoctor reads the driver through nvidia-ml-py, which is missing from its environment, so
     driver and GPU facts are unknown.""",
 )
-
-# Linux driver packages inside WSL, by the distribution's package manager (WSL_FIX, for a paste without
-# facts, assumes apt)
-_WSL_REMOVE = {
-    "dnf": "sudo dnf remove 'nvidia-driver*' 'akmod-nvidia*' 'kmod-nvidia*' 'xorg-x11-drv-nvidia*' 'cuda-drivers*'",
-    "zypper": "rpm -qa | grep -i nvidia",
-    "pacman": "pacman -Qs nvidia",
-}
-
-
-def _wsl_fix(f: Facts) -> list[Fix]:
-    tool = package_tool(f)
-    if tool not in _WSL_REMOVE:
-        return WSL_FIX
-    if tool == "dnf":
-        remove = fix("Never install a Linux NVIDIA driver inside WSL; remove one if present", _WSL_REMOVE[tool])
-    else:
-        remove = fix(
-            "Never install a Linux NVIDIA driver inside WSL; list any installed, then remove them", _WSL_REMOVE[tool]
-        )
-    return [WSL_FIX[0], remove]
-
-
-# install_commands' labels that are words, not names
-_SYSTEMS = {"RHEL and derivatives": msg("RHEL and derivatives"), "Any Linux": msg("Any Linux")}
-
-
-def _system(label: str) -> Message:
-    """ "Ubuntu", "RHEL and derivatives, driver 580" (knowledge/driver_install.install_commands) as a message."""
-    if isinstance(label, Message):
-        return label
-    legacy = f", driver {LEGACY_BRANCH}"
-    base = label[: -len(legacy)] if label.endswith(legacy) else label
-    name = _SYSTEMS.get(base) or msg("{name}", name=base)
-    return msg("{system}, driver {branch}", system=name, branch=LEGACY_BRANCH) if base != label else name
-
-
-def _driver_install(f: Facts) -> list[Fix]:
-    system = f.system
-    if system is not None and system.os == "Windows":
-        return [fix("Install the NVIDIA driver for Windows, then reboot", f"start {SOURCES['generic']}")]
-    label, commands = install_commands(system.os_id if system else None, legacy=legacy_gpu(f))
-    return [
-        fix(msg("{system}: install the NVIDIA driver", system=_system(label)), *commands),
-        fix("Check afterwards", "nvidia-smi"),
-    ]
-
-
-def _driver_upgrade(f: Facts) -> list[str]:
-    """Commands that install a newer driver here (the Windows one under WSL)."""
-    page = SOURCES["generic"]
-    if f.system is not None and f.system.os == "Windows":
-        return [f"start {page}"]
-    if in_wsl(f):
-        return [f"explorer.exe {page}"]
-    return install_commands(f.system.os_id if f.system else None, legacy=legacy_gpu(f))[1]
 
 
 def _detail(summary: str | Message, detail: object) -> Message:
@@ -419,7 +358,7 @@ def _wsl_failure(f: Facts, d: DriverFacts) -> Finding:
         why="Under WSL2 the driver is the Windows one (its libraries are in /usr/lib/wsl/lib); there is no "
         "NVIDIA kernel module to load inside WSL. This error comes from a Linux driver installed inside WSL, "
         "or from the Windows driver or WSL being too old.",
-        fix=_wsl_fix(f) if cause is None else [fix("Once that is fixed, check", "nvidia-smi")],
+        fix=wsl_fix(f) if cause is None else [fix("Once that is fixed, check", "nvidia-smi")],
         cause=cause,
     )
 
@@ -490,7 +429,7 @@ def _healthy_driver(d: DriverFacts, f: Facts) -> list[Finding]:
                     driver=named(msg("Driver"), d.driver_version),
                     functions=", ".join(d.missing_functions),
                 ),
-                fix=[fix("Upgrade the driver (details are then complete)", *_driver_upgrade(f))],
+                fix=[fix("Upgrade the driver (details are then complete)", *driver_upgrade_commands(f))],
             )
         )
     return out
@@ -581,7 +520,7 @@ def _library_not_found(f: Facts) -> Finding:
             title="WSL2 without the NVIDIA driver: /usr/lib/wsl/lib has no libnvidia-ml.so.1",
             why="Under WSL2 the GPU driver is the Windows one; WSL maps its libraries into "
             "/usr/lib/wsl/lib. They are missing, so the Windows driver is absent or too old.",
-            fix=_wsl_fix(f),
+            fix=wsl_fix(f),
         )
     if jetson(f):
         return NO_DRIVER.finding(
@@ -610,7 +549,7 @@ def _library_not_found(f: Facts) -> Finding:
         )
     gpus = pci.nvidia_gpus if pci is not None else []
     if not gpus:
-        return NO_DRIVER.finding(fix=_driver_install(f))
+        return NO_DRIVER.finding(fix=driver_install_fixes(f))
     n = len(gpus)
     why: Message = msg(NO_DRIVER.explanation)
     bound = sorted({g.kernel_driver for g in gpus if g.kernel_driver})
@@ -626,5 +565,5 @@ def _library_not_found(f: Facts) -> Finding:
             n=n,
         ),
         why=why,
-        fix=_driver_install(f),
+        fix=driver_install_fixes(f),
     )

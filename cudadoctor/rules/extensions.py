@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from cudadoctor.advice import install as install_advice
 from cudadoctor.advice import shell
-from cudadoctor.advice.install import joined
+from cudadoctor.advice.gpus import gpu_capabilities
+from cudadoctor.advice.text import joined
 from cudadoctor.facts import Facts
 from cudadoctor.facts.extensions import ExtensionFacts, ExtensionLibrary, ExtensionPackage
 from cudadoctor.knowledge import wheels
@@ -339,5 +340,5 @@ def evaluate(f: Facts) -> list[Finding]:
     e = f.extensions
     if e is None or not e.packages:
         return []
-    gpus = [(name, cc) for name, cc in dict.fromkeys(install_advice.gpu_capabilities(f)) if parse_cc(cc)]
+    gpus = [(name, cc) for name, cc in dict.fromkeys(gpu_capabilities(f)) if parse_cc(cc)]
     return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), *_cuda_findings(f, e), _seen(e)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.advice.install import joined
+from cudadoctor.advice.text import joined
 from cudadoctor.facts import BandwidthFacts, Facts, SmokeFacts, Transfer
 from cudadoctor.facts.nvml import NvmlDevice
 from cudadoctor.knowledge.pcie import link_gbps

@@ -419,7 +419,7 @@ def joined(parts: list[Message] | list[str], sep: str = "; ") -> Message:
     return out
 
 
-# --- fixes several rule modules (and rules/paste.py) give ------------------------------------------------
+# --- fixes several rule modules (and rules/paste/) give -------------------------------------------------
 
 CONTAINER_FIX = [
     fix(

@@ -4,16 +4,10 @@ imports and is a CUDA build at all is rules/torch_install.py, which evaluate() a
 from __future__ import annotations
 
 from cudadoctor.advice import shell
-from cudadoctor.advice.install import (
-    advise,
-    arch_reason,
-    cudnn_reinstall,
-    driver_upgrade_fix,
-    driver_view,
-    gpu_capabilities,
-    joined,
-    torch_reinstall,
-)
+from cudadoctor.advice.driver import driver_upgrade_fix, driver_view
+from cudadoctor.advice.gpus import arch_reason, gpu_capabilities
+from cudadoctor.advice.install import advise, cudnn_reinstall, torch_reinstall
+from cudadoctor.advice.text import joined
 from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
@@ -229,7 +223,7 @@ def _cuda_build(f: Facts, t: TorchFacts) -> list[Finding]:
 
 
 def _where(release: str, same: list[str], newer: list[str], reason: Message | None) -> Message | None:
-    """Which torch builds have kernels for a GPU, after why it needs them (advice/install.arch_reason)."""
+    """Which torch builds have kernels for a GPU, after why it needs them (advice/gpus.arch_reason)."""
     where = None
     if same:
         where = msg(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cudadoctor.advice import install as install_advice
 from cudadoctor.advice import shell
-from cudadoctor.advice.install import joined
+from cudadoctor.advice.text import joined
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import CompileFacts
 from cudadoctor.model import Finding, Fix, Severity, Table, msg

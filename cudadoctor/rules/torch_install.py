@@ -13,8 +13,8 @@ from cudadoctor.advice.install import (
     cpu_install,
     environment_unknowns,
     externally_managed,
-    not_known,
 )
+from cudadoctor.advice.text import not_known
 from cudadoctor.facts import Facts, TorchFacts
 from cudadoctor.facts.libraries import ImportFailure
 from cudadoctor.knowledge import wheels

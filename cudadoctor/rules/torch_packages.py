@@ -9,7 +9,7 @@ import re
 
 from cudadoctor.advice import install as install_advice
 from cudadoctor.advice import shell
-from cudadoctor.advice.install import joined
+from cudadoctor.advice.text import joined
 from cudadoctor.facts import Facts
 from cudadoctor.facts.libraries import LibraryFacts, PinCheck
 from cudadoctor.knowledge import library_defects, wheels

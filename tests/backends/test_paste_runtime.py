@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudadoctor.backends.paste import runtime, text
-from cudadoctor.rules.paste import oom_cause
+from cudadoctor.rules.paste.runtime import oom_cause
 
 # torch 1.x (c10/cuda/CUDACachingAllocator.cpp): "cached"; 1.5-2.0: "reserved in total by PyTorch";
 # 2.1+: "GPU 0 has a total capacity of … of which … is free … Of the allocated memory …"

@@ -476,7 +476,7 @@ def test_english_is_unchanged_by_default() -> None:
 
 
 def test_a_list_title_is_translated_part_by_part_in_order():
-    """The smoke test's title is parts joined by "; " (a template per separator, advice/install.joined): each
+    """The smoke test's title is parts joined by "; " (a template per separator, advice/text.joined): each
     part is translated on its own and keeps its place ("loss fell on {devices}" once swallowed the parts
     after it and put its own ending last)."""
     from cudadoctor.locale import use

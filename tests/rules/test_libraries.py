@@ -252,7 +252,7 @@ def test_import_failure_names_the_file_loaded_instead(tree):
 # --- the rules on hand-written facts ------------------------------------------------------------------
 
 
-from cudadoctor.advice.install import arch_reason  # noqa: E402
+from cudadoctor.advice.gpus import arch_reason  # noqa: E402
 from cudadoctor.facts.libraries import (  # noqa: E402
     CompanionCheck,
     CompileFacts,

@@ -1,0 +1,179 @@
+"""Findings only a paste can raise (`cudadoctor triage`): what the paste showed, the error texts whose
+cause no probe fact carries (checkpoint errors, "undefined symbol", a library that cannot be opened,
+container runtime errors), the errors a machine's facts would explain but the paste does not show
+the facts for, and "To be sure, ask for:" - the few commands whose output settles what stayed unknown.
+
+Every rule here returns nothing when facts.paste is None (a machine's own `check`). `evaluate` keeps the
+findings in the order below; the subjects live in their modules:
+
+- `entries`: the codes (CD900-CD915); `installs`: the install lines the fixes give;
+- `builds`: the torch build against the driver and the GPU (too old, CPU-only, no kernels);
+- `libraries`: undefined symbols, missing libraries and DLLs, cuDNN, extensions and torchvision;
+- `containers`: the container runtime, --gpus / --nv, /dev/shm, and "no NVIDIA driver";
+- `checkpoints`: torch.load's errors; `runtime`: a program that ran (OOM, asserts, hidden GPUs);
+- `devices`: the GPU generation, Jetson, P2P, the launcher, and the kernel module;
+- `ask`: CD901, the commands to ask for.
+"""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.paste import PasteHit
+from cudadoctor.model import Finding, Severity, Table, msg
+from cudadoctor.rules.paste.builds import (
+    arch_beyond_cuda,
+    conda_cpu,
+    cpu_only_decided,
+    cpu_torch_beside_gpu,
+    cpu_torch_wanted,
+    driver_facts_decide,
+    driver_too_old,
+    gpu_too_old,
+    not_compiled,
+    placeholder_sdist,
+    torch_says_no_kernels,
+)
+from cudadoctor.rules.paste.checkpoints import checkpoint_errors, deserialize, state_dict
+from cudadoctor.rules.paste.containers import (
+    container_error,
+    container_without_driver,
+    docker_run_no_gpus,
+    image_needs_newer_driver,
+    no_driver,
+    shm,
+    singularity_no_nv,
+)
+from cudadoctor.rules.paste.devices import hardware_and_platform, kernel_side
+from cudadoctor.rules.paste.entries import READ
+from cudadoctor.rules.paste.libraries import cannot_open, cudnn_status, libraries_side, undefined_symbol, windows_dll
+from cudadoctor.rules.paste.runtime import (
+    RUN_KINDS,
+    harmless,
+    hidden_inside,
+    run_time_errors,
+    stack_works,
+    visible_hides,
+)
+
+
+def evaluate(f: Facts) -> list[Finding]:
+    p = f.paste
+    if p is None:
+        return []
+    out = [_read(f)]
+    kinds: dict[str, list[PasteHit]] = {}
+    for h in p.hits:
+        kinds.setdefault(h.kind, []).append(h)
+    too_old = kinds.get("driver-too-old", [])
+    # inside a container, CUDA's "driver version is insufficient" without torch's found version also
+    # means no driver reached the process at all (a `docker build` RUN step, a container without GPUs)
+    reached = "container-ran-smi" in kinds and bool(f.driver and f.driver.driver_version)
+    unsure = bool(too_old) and "found" not in too_old[0].detail and "container-context" in kinds and not reached
+    if too_old and unsure:
+        out.append(container_without_driver(kinds["container-context"][0], too_old[0]))
+    elif too_old and not driver_facts_decide(f):
+        out.append(driver_too_old(f, too_old[0]))
+    if "gpu-too-old" in kinds and not (f.torch and f.torch.arch_flags):
+        out.append(gpu_too_old(f, kinds["gpu-too-old"][0]))
+    for h in kinds.get("undefined-symbol", [])[:1]:
+        out.append(undefined_symbol(f, h))
+    for h in kinds.get("cannot-open-library", [])[:2]:
+        found = cannot_open(f, h)
+        if found:
+            out.append(found)
+    for h in kinds.get("windows-dll", [])[:1]:
+        out.append(windows_dll(f, h))
+    if "deserialize-cuda" in kinds:
+        out.append(deserialize(kinds["deserialize-cuda"][0]))
+    if "state-dict-prefix" in kinds:
+        out.append(state_dict(kinds["state-dict-prefix"][0]))
+    hidden = "no-cuda-gpus" in kinds and "visible-devices-set" in kinds
+    if hidden:
+        out.append(visible_hides(kinds["visible-devices-set"][0], kinds["no-cuda-gpus"][0]))
+    elif "no-cuda-gpus" in kinds and f.torch is not None and f.torch.is_available is True:
+        hidden = True  # CUDA works outside the program and sees no GPU inside it: its environment hides them
+        out.append(hidden_inside(kinds["no-cuda-gpus"][0]))
+    runtime = [h for k in RUN_KINDS if not (hidden and k == "no-cuda-gpus") for h in kinds.get(k, [])]
+    if runtime:
+        out.append(run_time_errors(runtime))
+    if "harmless-warning" in kinds:
+        out.append(harmless(kinds["harmless-warning"]))
+    if "image-needs-newer-driver" in kinds:
+        h = kinds["image-needs-newer-driver"][0]
+        out.append(image_needs_newer_driver(h))
+        kinds = {k: v for k, v in kinds.items() if k != "nvidia-container-cli"}
+    container = kinds.get("docker-no-gpu-runtime", []) + kinds.get("nvidia-container-cli", [])
+    if container:
+        out.append(container_error(container[0], snap="docker-snap" in kinds))
+    no_gpu_seen = any(k in kinds for k in ("no-cuda-gpus", "no-driver", "nvidia-smi-not-found")) or bool(
+        f.torch and f.torch.is_available is False and f.torch.cuda_built is not False
+    )
+    if "singularity-no-nv" in kinds and no_gpu_seen:
+        out.append(singularity_no_nv(kinds["singularity-no-nv"][0]))
+    elif "container-run-no-gpus" in kinds and no_gpu_seen and not container:
+        out.append(docker_run_no_gpus(kinds["container-run-no-gpus"][0]))
+    if "shm-too-small" in kinds:
+        out.append(shm(kinds["shm-too-small"][0]))
+    if "no-driver" in kinds and not (f.driver and f.driver.init_status == "LIBRARY_NOT_FOUND"):
+        out.append(no_driver(f, kinds["no-driver"][0]))
+    if "not-compiled-with-cuda" in kinds and not cpu_only_decided(f):
+        out.append(not_compiled(f, kinds["not-compiled-with-cuda"][0]))
+    plan = any(h.detail.get("warning") == "cudnn-plan" for h in kinds.get("harmless-warning", []))
+    if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error) and not plan:
+        out.append(cudnn_status(kinds["cudnn-status"][0]))
+    out += checkpoint_errors(kinds)
+    out += arch_beyond_cuda(f)
+    if "arch-not-in-build" in kinds:
+        out.append(torch_says_no_kernels(f, kinds["arch-not-in-build"][0]))
+    if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:
+        if "not-compiled-with-cuda" not in kinds and not cpu_only_decided(f):
+            out.append(cpu_torch_wanted(f, kinds["cuda-wanted"][0]))
+    if "cpu-torch-beside-gpu-run" in kinds:
+        out.append(cpu_torch_beside_gpu(f, kinds["cpu-torch-beside-gpu-run"][0]))
+    if "sdist" in kinds:
+        out.append(placeholder_sdist(kinds["sdist"][0]))
+    conda = conda_cpu(f, kinds)
+    if conda is not None:
+        out.append(conda)
+    out += hardware_and_platform(f, kinds)
+    out += kernel_side(f, kinds)
+    out += libraries_side(f, kinds)
+    if "gpu-ran" in kinds and not any(x.severity is Severity.ERROR for x in out):
+        out.append(stack_works(kinds["gpu-ran"][0]))
+    return out
+
+
+def _read(f: Facts) -> Finding:
+    p = f.paste
+    assert p is not None
+    rows = [[s.what, s.value, s.where] for s in p.seen]
+    rows += [[s.what, s.value, f"derived: {s.where}"] for s in p.derived]
+    from cudadoctor.facts.paste import NOT_ERRORS
+
+    for h in p.hits[:16]:
+        where = f"{h.kind}, {h.detail['where']}" if h.detail.get("where") else h.kind
+        rows.append(["line read" if h.kind in NOT_ERRORS else "error text", h.text, where])
+    formats = ", ".join(p.formats)
+    if p.from_report:
+        title = msg("Read from the paste: {formats} (the report's own facts are used as they are)", formats=formats)
+    elif formats:
+        title = msg("Read from the paste: {formats}", formats=formats)
+    else:
+        title = msg("Read from the paste: nothing recognised")
+    return READ.finding(title=title, tables=[Table(["Fact", "Value", "Where"], rows)] if rows else [])
+
+
+def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
+    """What the paste's own texts settle against the tables: torch's "not compatible" warning is its
+    verdict on a GPU, so the tables' "runs only through PTX JIT" (CD217) for it goes."""
+    p = f.paste
+    if p is None:
+        return findings
+    if any(h.kind == "arch-not-in-build" for h in p.hits):
+        findings = [x for x in findings if x.code != "CD217"]
+    # "torch uses 1 GPU" (CD200, from is_available) is no verdict where the paste shows the build has no
+    # kernels for that GPU, or none at all
+    broken = {"CD202", "CD205", "CD206", "CD215"}
+    if any(x.code in broken and x.severity is Severity.ERROR for x in findings):
+        findings = [x for x in findings if x.code != "CD200"]
+    return findings

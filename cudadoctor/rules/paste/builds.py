@@ -1,0 +1,298 @@
+"""The torch build against the driver and the GPU, as the paste's texts show them: a driver too old for the
+wheel's CUDA, a GPU too old for the build, a CPU-only torch (pip, conda, the 0.1.2 placeholder) and a GPU
+the build's CUDA cannot compile for.
+"""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.paste import PasteHit
+from cudadoctor.knowledge import wheels
+from cudadoctor.knowledge.architectures import arch_name
+from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
+from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
+from cudadoctor.model import Finding, Table, msg
+from cudadoctor.rules.catalogue import fix
+from cudadoctor.rules.paste.entries import DRIVER_TOO_OLD, GPU_TOO_OLD, NOT_COMPILED
+from cudadoctor.rules.paste.installs import advice_fix, cuda_at_least, cuda_build_install, with_driver_cuda
+
+
+def driver_facts_decide(f: Facts) -> bool:
+    """CD203 fires from facts when NVML saw GPUs and torch's CUDA is known."""
+    d, t = f.driver, f.torch
+    return bool(d and d.init_status == "ok" and d.device_count and d.cuda_driver_version and t and t.cuda)
+
+
+def driver_too_old(f: Facts, h: PasteHit) -> Finding:
+    found = int(h.detail["found"]) if h.detail.get("found", "").isdigit() else None
+    t = f.torch
+    have = cuda_int_to_str(found)
+    wheel = parse_version(t.cuda) if t and t.cuda else None
+    windows = f.system is not None and f.system.os == "Windows"
+    need = None
+    if wheel and len(wheel) >= 2:
+        need = full_minimum(wheel[0], wheel[1], windows=windows) or major_floor(wheel[0], windows)
+    needs = (
+        msg(", torch {version} needs CUDA {cuda}", version=t.version, cuda=t.cuda) if t and t.version and t.cuda else ""
+    )
+    if have:
+        title = msg(
+            "torch says the NVIDIA driver is too old: it supports CUDA up to {have}{needs}", have=have, needs=needs
+        )
+    else:
+        title = msg("torch says the NVIDIA driver is too old{needs}", needs=needs)
+    upgrade = (
+        msg("Upgrade the NVIDIA driver to {need} or newer", need=need) if need else msg("Upgrade the NVIDIA driver")
+    )
+    fixes = [fix(upgrade, "nvidia-smi  # the driver now")]
+    fixes += advice_fix(with_driver_cuda(f, found), msg("Or install the torch build this driver runs"))[:1]
+    return DRIVER_TOO_OLD.finding(title=title, fix=fixes, tables=[Table(["torch said"], [[h.text]])])
+
+
+def gpu_too_old(f: Facts, h: PasteHit) -> Finding:
+    cc, name = h.detail.get("cc"), h.detail.get("gpu") or "the GPU"
+    covering = [
+        (r, v.name)
+        for r in wheels.releases_newest_first()
+        for v in wheels.variants(r)
+        if wheels.coverage(v.arch_flags, cc) == "sm"
+    ]
+    label = f"{name} (compute capability {cc}, {arch_name(cc)})"  # names and numbers: shown verbatim
+    if covering:
+        release, variant = covering[0]
+        fixes = [
+            fix(
+                msg(
+                    "Install torch {release}, the newest with kernels for {cc} ({variant})",
+                    release=release,
+                    cc=cc,
+                    variant=variant,
+                ),
+                f"python -m pip install torch=={release}.0 --index-url {wheels.INDEX_URL.format(variant=variant)}",
+            ),
+            fix("Or use the CPU", "device = torch.device('cpu')"),
+        ]
+        why = msg(
+            "{page} The newest torch with a build for {cc} is {release} ({variant}).",
+            page=msg(GPU_TOO_OLD.explanation),
+            cc=cc,
+            release=release,
+            variant=variant,
+        )
+    else:
+        fixes = [fix("Use the CPU: no torch build in cudadoctor's tables supports it", "device = torch.device('cpu')")]
+        why = msg("{page} No PyTorch release in cudadoctor's tables supports it.", page=msg(GPU_TOO_OLD.explanation))
+    return GPU_TOO_OLD.finding(title=msg("torch says {gpu} is too old for this build", gpu=label), why=why, fix=fixes)
+
+
+def cpu_only_decided(f: Facts) -> bool:
+    """CD202 fires from facts when the build is CPU-only and NVML saw GPUs."""
+    t, d = f.torch, f.driver
+    return bool(t and t.cuda_built is False and d and d.init_status == "ok" and d.device_count)
+
+
+def not_compiled(f: Facts, h: PasteHit) -> Finding:
+    fixes = advice_fix(f, msg("Install a CUDA build")) if f.driver and f.driver.driver_version else []
+    if not fixes:
+        version = (f.torch.version or "").split("+")[0] if f.torch else ""
+        pin = f"torch=={version}" if version else "torch"
+        fixes = [
+            fix(
+                "Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)",
+                "python -m pip uninstall -y torch",
+                f"python -m pip install {pin} --index-url https://download.pytorch.org/whl/cu126",
+            )
+        ]
+    if f.system is not None and f.system.os == "Windows":
+        fixes.append(fix("On Windows, PyPI's torch is CPU-only: always use the index URL", "nvidia-smi"))
+    title = NOT_COMPILED.summary
+    if f.torch and f.torch.version:
+        title = msg(
+            "Torch not compiled with CUDA enabled: torch {version} is a CPU-only build", version=f.torch.version
+        )
+    return NOT_COMPILED.finding(title=title, fix=fixes)
+
+
+def cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_install import CPU_ONLY
+
+    version = f.torch.version if f.torch is not None else None
+    return CPU_ONLY.finding(
+        title=msg(
+            "torch {version} is a CPU-only build, but the program asks for CUDA: {error}",
+            version=version or "",
+            error=h.text,
+        ),
+        fix=[
+            fix(
+                msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
+                "python -m pip uninstall -y torch",
+                cuda_build_install(f),
+            )
+        ],
+    )
+
+
+def cpu_torch_beside_gpu(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_install import CPU_ONLY
+
+    return CPU_ONLY.finding(
+        title=msg(
+            "torch {version} is a CPU-only build, yet another run in the paste used {gpu}: {line}",
+            version=h.detail.get("torch", ""),
+            gpu=h.detail.get("gpu", ""),
+            line=h.text,
+        ),
+        fix=[
+            fix(
+                msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
+                "python -m pip uninstall -y torch",
+                cuda_build_install(f),
+            )
+        ],
+    )
+
+
+def placeholder_sdist(h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_install import NOT_INSTALLED
+
+    return NOT_INSTALLED.finding(
+        title=msg(
+            "pip found no torch wheel for this platform or Python and took the 0.1.2 placeholder: {line}", line=h.text
+        ),
+        why=msg(
+            "PyPI's torch 0.1.2 is a placeholder source package: pip falls back to it only when no wheel "
+            "matches the platform (a Jetson's aarch64 with an old pip, 32-bit Python) or the Python version, "
+            "and it cannot be installed. torch is not installed."
+        ),
+        fix=[
+            fix(msg("See the platform and Python pip installs for"), "python -m pip debug --verbose | head -20"),
+            fix(msg("On a Jetson: NVIDIA's JetPack torch wheel"), "cat /etc/nv_tegra_release"),
+        ],
+    )
+
+
+def conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
+    """conda chose pytorch's CPU build: the plan or list shows it, or a conda install was followed by
+    is_available() False with nothing else to explain it."""
+    from cudadoctor.rules.torch_packages import CONDA_CPU
+
+    if "conda-cpu" in kinds:
+        h, sure = kinds["conda-cpu"][0], True
+    elif "conda-install" in kinds and "says-cpu-build" in kinds:
+        h, sure = kinds["conda-install"][0], True
+    elif (
+        "conda-install" in kinds
+        and f.torch is not None
+        and f.torch.is_available is False
+        and f.torch.cuda_built is not True
+    ):
+        h, sure = kinds["conda-install"][0], False
+    else:
+        return None
+    return CONDA_CPU.finding(
+        title=msg("conda chose pytorch's CPU build: {line}", line=h.text)
+        if sure
+        else msg("conda likely chose pytorch's CPU build (is_available() is False after: {line})", line=h.text),
+        fix=[
+            fix(
+                msg("See which build conda installed (a cpu build string, or cpuonly / pytorch-mutex cpu)"),
+                "conda list | grep -E 'pytorch|cpuonly|mutex'",
+            ),
+            fix(
+                msg("Install torch from PyTorch's CUDA wheels instead (in this env)"),
+                "conda remove -y pytorch cpuonly",
+                "python -m pip install torch --index-url https://download.pytorch.org/whl/cu126",
+            ),
+        ],
+    )
+
+
+# The first CUDA whose nvcc compiles for each architecture (LLVM clang/lib/Basic/Cuda.cpp,
+# MinVersionForOffloadArch; CUDA release notes): a torch built with an older CUDA has no kernels for it.
+_FIRST_CUDA = {
+    (7, 0): (9, 0),
+    (7, 5): (10, 0),
+    (8, 0): (11, 0),
+    (8, 6): (11, 1),
+    (8, 7): (11, 4),
+    (8, 9): (11, 8),
+    (9, 0): (11, 8),
+    (10, 0): (12, 8),
+    (12, 0): (12, 8),
+}
+
+
+def gpus_with_cc(f: Facts) -> list[tuple[str, str]]:
+    from cudadoctor.advice.gpus import gpu_capabilities
+
+    known = gpu_capabilities(f)
+    if not known and f.paste is not None:  # a GPU named in prose, with nothing else of torch shown
+        known = [(h.detail["gpu"], h.detail["cc"]) for h in f.paste.hits if h.kind == "gpu-named" and "cc" in h.detail]
+    return list(dict.fromkeys(known))
+
+
+def arch_beyond_cuda(f: Facts) -> list[Finding]:
+    """A GPU newer than every architecture the torch build's CUDA can compile for: certain from the
+    CUDA version alone, where the build's own arch list is not in the paste or the tables."""
+    from cudadoctor.rules.torch_build import ARCH_UNSUPPORTED
+
+    t = f.torch
+    if t is None or not t.cuda or t.arch_flags or wheels.official_arch_flags(t.version, None):
+        return []
+    have = parse_version(t.cuda)
+    if not have or len(have) < 2:
+        return []
+    out = []
+    for name, cc in gpus_with_cc(f):
+        key = tuple(int(x) for x in cc.split("."))
+        first = _FIRST_CUDA.get(key)  # type: ignore[arg-type]
+        if first is None or tuple(have[:2]) >= first:
+            continue
+        need = f"{first[0]}.{first[1]}"
+        out.append(
+            ARCH_UNSUPPORTED.finding(
+                title=msg(
+                    "torch {version} is built with CUDA {cuda}, which cannot compile for {gpu} (sm_{sm}): it "
+                    "has no kernels for it",
+                    version=t.version or "",
+                    cuda=t.cuda,
+                    gpu=name,
+                    sm=cc.replace(".", ""),
+                ),
+                why=msg(
+                    "{page} CUDA compiles for compute capability {cc} from CUDA {need} on; a build with CUDA "
+                    "{cuda} cannot contain its kernels. Install a torch built with CUDA {need} or newer.",
+                    page=msg(ARCH_UNSUPPORTED.explanation),
+                    cc=cc,
+                    need=need,
+                    cuda=t.cuda,
+                ),
+                fix=advice_fix(f, msg("Install a build compiled for this GPU")) or cuda_at_least(first),
+            )
+        )
+    return out
+
+
+def torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
+    """torch's own warning ("sm_86 is not compatible with the current PyTorch installation") is its
+    verdict on its build: it outranks an estimate from the tables (a PTX JIT that torch itself rejects)."""
+    from cudadoctor.rules.torch_build import ARCH_UNSUPPORTED
+
+    gpu, cc = h.detail.get("gpu") or "the GPU", h.detail.get("cc", "?")
+    return ARCH_UNSUPPORTED.finding(
+        title=msg(
+            "torch says {gpu} (sm_{sm}) is not compatible with this build: it has no kernels for it",
+            gpu=gpu,
+            sm=cc.replace(".", ""),
+        ),
+        why=msg(
+            "{page} torch lists what it was built for: {flags}.",
+            page=msg(ARCH_UNSUPPORTED.explanation),
+            flags=h.detail.get("flags", ""),
+        ),
+        fix=advice_fix(f, msg("Install a build compiled for this GPU"))
+        or cuda_at_least(_FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")) if cc != "?" else (0, 0), (0, 0)))  # type: ignore[arg-type]
+        or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), "nvidia-smi")],
+        tables=[Table(["torch said"], [[h.text]])],
+    )

@@ -1,0 +1,140 @@
+"""Containers and the driver they get from the host: a runtime that gives no GPU, a container started without
+--gpus or --nv, an image's CUDA beyond the host driver, a small /dev/shm, and torch's "no NVIDIA driver".
+"""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.paste import PasteHit
+from cudadoctor.model import Finding, Table, msg
+from cudadoctor.rules.catalogue import fix
+from cudadoctor.rules.paste.entries import CONTAINER, DRIVER_TOO_OLD, NO_DRIVER
+
+
+def image_needs_newer_driver(h: PasteHit) -> Finding:
+    """The container hook refused an image whose CUDA the host driver does not support."""
+    return DRIVER_TOO_OLD.finding(
+        title=msg(
+            "The image needs CUDA {cuda} or newer, more than the host's NVIDIA driver supports",
+            cuda=h.detail.get("cuda", "?"),
+        ),
+        why=msg(
+            "The container hook compares the image's NVIDIA_REQUIRE_CUDA with the newest CUDA the host "
+            "driver supports, and refuses to start it. Upgrade the host driver, or use an image of an "
+            "older CUDA."
+        ),
+        fix=[
+            fix(msg("On the host: the newest CUDA the driver supports"), "nvidia-smi"),
+            fix(
+                msg("Or pick an image tag of that CUDA or older"),
+                "docker run --gpus all --rm nvidia/cuda:TAG nvidia-smi",
+            ),
+        ],
+        tables=[Table(["nvidia-container-cli said"], [[h.text]])],
+    )
+
+
+def container_error(h: PasteHit, snap: bool = False) -> Finding:
+    from cudadoctor.rules.predicates import CONTAINER_FIX
+
+    fixes = list(CONTAINER_FIX)
+    if snap:
+        fixes.insert(
+            0,
+            fix(
+                msg("Docker from snap cannot load the host's NVIDIA libraries: use Docker's own packages"),
+                "sudo snap remove docker",
+                "curl -fsSL https://get.docker.com | sh",
+            ),
+        )
+    return CONTAINER.finding(
+        title=msg("The container runtime could not give the container a GPU: {error}", error=h.text), fix=fixes
+    )
+
+
+def container_without_driver(ctx: PasteHit, h: PasteHit) -> Finding:
+    from cudadoctor.rules.predicates import CONTAINER_FIX
+
+    cuda = ctx.detail.get("cuda")
+    return CONTAINER.finding(
+        title=msg("Inside a container CUDA found no usable driver: {error}", error=h.text),
+        why=msg(
+            "In a container the driver comes from the host, mounted when the container starts with its GPUs. "
+            "Where it is missing (a `docker build` RUN step, a container started without --gpus) CUDA "
+            'reports "driver version is insufficient". The other cause is a host driver older than the '
+            "image's CUDA{cuda}: nvidia-smi on the host tells them apart.",
+            cuda=f" ({cuda})" if cuda else "",
+        ),
+        fix=[
+            fix(
+                msg("Use the GPU when the container runs (CMD/ENTRYPOINT), never in a RUN step of the build"),
+                "docker run --gpus all --rm IMAGE nvidia-smi",
+            ),
+            *CONTAINER_FIX[1:2],
+            fix(msg("On the host: the newest CUDA the driver supports, to compare with the image's"), "nvidia-smi"),
+        ],
+    )
+
+
+def singularity_no_nv(h: PasteHit) -> Finding:
+    return NO_DRIVER.finding(
+        title=msg("The container was started without --nv: no NVIDIA driver inside it ({line})", line=h.text),
+        why=msg(
+            "Singularity and Apptainer map the host's NVIDIA driver and devices into a container only with "
+            "--nv; without it, CUDA inside sees no GPU."
+        ),
+        fix=[
+            fix(
+                msg("Start it with --nv"),
+                "singularity shell --nv IMAGE.sif",
+                "apptainer exec --nv IMAGE.sif nvidia-smi",
+            )
+        ],
+    )
+
+
+def docker_run_no_gpus(h: PasteHit) -> Finding:
+    from cudadoctor.rules.predicates import CONTAINER_FIX
+
+    return CONTAINER.finding(
+        title=msg("The container was started without --gpus: it has no GPU ({line})", line=h.text),
+        why=msg(
+            "Docker passes GPUs into a container only when asked (--gpus all, with the NVIDIA Container "
+            "Toolkit on the host); without it there is no driver and no GPU inside, whatever the image holds."
+        ),
+        fix=CONTAINER_FIX[:2],
+    )
+
+
+def shm(h: PasteHit) -> Finding:
+    from cudadoctor.rules.system import SMALL_SHM
+
+    return SMALL_SHM.finding(
+        title=msg("Shared memory ran out: {error}", error=h.text),
+        why=msg(
+            "DataLoader workers and NCCL pass data through /dev/shm. Docker gives a container 64 MB of it "
+            "unless told otherwise, too little for either."
+        ),
+        fix=[
+            fix(msg("Start the container with more shared memory"), "docker run --shm-size=8g --gpus all IMAGE"),
+            fix(msg("Or share the host's"), "docker run --ipc=host --gpus all IMAGE"),
+            fix(msg("See how much there is"), "df -h /dev/shm"),
+        ],
+    )
+
+
+def no_driver(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.predicates import CONTAINER_FIX, WSL_FIX
+
+    s = f.system
+    if s is not None and s.wsl:
+        fixes = WSL_FIX
+    elif s is not None and s.in_container:
+        fixes = CONTAINER_FIX
+    else:
+        fixes = [
+            fix("See whether the driver is installed and loaded", "nvidia-smi", "lsmod | grep nvidia"),
+            fix("Install it (Ubuntu)", "sudo ubuntu-drivers install", "sudo reboot"),
+            fix("In a container: start it with the GPUs", "docker run --gpus all --rm IMAGE nvidia-smi"),
+        ]
+    return NO_DRIVER.finding(fix=fixes)

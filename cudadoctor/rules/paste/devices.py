@@ -1,0 +1,209 @@
+"""What the paste's prose and logs say about the hardware and the kernel: the GPU generation, a Jetson, P2P,
+the launcher's processes per node; Secure Boot, the module for this kernel, the open flavour, nouveau, Xid.
+"""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.paste import PasteHit
+from cudadoctor.knowledge.versions import parse_version
+from cudadoctor.model import Finding, Severity, msg
+from cudadoctor.rules.catalogue import CATALOGUE, fix
+from cudadoctor.rules.paste.builds import gpus_with_cc
+
+
+def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """What the paste's prose and logs say about the GPU generation, a Jetson, P2P and the launcher."""
+    from cudadoctor.rules.multi_gpu import P2P_MISSING
+    from cudadoctor.rules.requirements import LOW_CAPABILITY
+    from cudadoctor.rules.torch_build import GPU_TOO_OLD
+    from cudadoctor.rules.torch_packages import JETSON
+
+    out = []
+    for name, cc in gpus_with_cc(f):
+        if parse_version(cc) <= (3, 0):  # type: ignore[operator]
+            out.append(
+                GPU_TOO_OLD.finding(
+                    title=msg(
+                        "{gpu} (compute capability {cc}) is older than every PyTorch CUDA build", gpu=name, cc=cc
+                    ),
+                    why=msg(
+                        "{page} PyTorch's CUDA binaries dropped compute capability 3.0 in 0.4.1 and never ran on "
+                        "2.x (pytorch#14681); such a GPU shows torch.cuda.is_available() True and then fails "
+                        'with "invalid device function" or "no kernel image".',
+                        page=msg(GPU_TOO_OLD.explanation),
+                    ),
+                    fix=[fix(msg("Use the CPU"), "device = torch.device('cpu')")],
+                )
+            )
+            break
+    if "attention-needs-newer-gpu" in kinds:
+        h = kinds["attention-needs-newer-gpu"][0]
+        out.append(
+            LOW_CAPABILITY.finding(
+                title=msg("The attention kernel needs a newer GPU: {error}", error=h.text),
+                why=msg(
+                    "FlashAttention(-2) runs on compute capability 8.0 (Ampere) and newer. On a Volta or Turing "
+                    "GPU (V100, T4, RTX 20xx) the library falls back to another backend or refuses: a property "
+                    "of the GPU, not of the installation."
+                ),
+                fix=[
+                    fix(
+                        msg("See the GPU's compute capability"), "nvidia-smi --query-gpu=name,compute_cap --format=csv"
+                    ),
+                    fix(
+                        msg("Use an attention backend this GPU has (or an Ampere or newer GPU)"),
+                        "export VLLM_ATTENTION_BACKEND=XFORMERS  # vLLM; in xFormers pick the cutlass operator",
+                    ),
+                ],
+            )
+        )
+    if "jetson" in kinds and (
+        (f.torch is not None and f.torch.is_available is False) or "pip-install-torch" in kinds or "sdist" in kinds
+    ):
+        out.append(
+            JETSON.finding(
+                title=msg(
+                    "On a Jetson, torch must come from NVIDIA's JetPack wheels: {line}", line=kinds["jetson"][0].text
+                ),
+                fix=[
+                    fix(msg("See the JetPack (L4T) release"), "cat /etc/nv_tegra_release"),
+                    fix(
+                        msg(
+                            "Install the torch wheel NVIDIA builds for that JetPack (PyPI's aarch64 torch is CPU-only)"
+                        ),
+                        "python3 -m pip install torch --index-url https://pypi.jetson-ai-lab.io/jp6/cu126",
+                    ),
+                ],
+            )
+        )
+    if "p2p-disabled" in kinds and "hang" in kinds:
+        out.append(
+            P2P_MISSING.finding(
+                title=msg("NCCL hangs unless P2P is disabled: direct GPU-to-GPU transfers fail here"),
+                why=msg(
+                    "When NCCL_P2P_DISABLE=1 turns a hang into a working run, peer-to-peer transfers between the "
+                    "GPUs do not work on this machine: usually PCIe ACS or the IOMMU (VT-d) reroutes them. "
+                    "Disabling P2P is safe but slower."
+                ),
+                fix=[
+                    fix(
+                        msg("See how the GPUs are connected and whether ACS is on"),
+                        "nvidia-smi topo -m",
+                        "sudo lspci -vvv | grep -i acsctl",
+                    ),
+                    fix(
+                        msg("Let the IOMMU pass device traffic through (kernel command line), then reboot"), "iommu=pt"
+                    ),
+                ],
+            )
+        )
+    nproc = kinds.get("nproc-per-node", [])
+    cvd = kinds.get("visible-devices-set", [])
+    if nproc and cvd:
+        n, visible = int(nproc[0].detail["n"]), [x for x in cvd[0].detail.get("value", "").split(",") if x]
+        if visible and n > len(visible):
+            # fleet's code, from the catalogue: rules.fleet runs check's rules, so no import of it here
+            out.append(
+                CATALOGUE["CD811"].finding(
+                    title=msg(
+                        "{n} processes per node for {k} visible GPUs: the extra ranks ask for devices that do not "
+                        "exist (invalid device ordinal)",
+                        n=n,
+                        k=len(visible),
+                    ),
+                    fix=[fix(msg("Start one process per visible GPU"), f"--nproc_per_node={len(visible)}")],
+                )
+            )
+    return out
+
+
+def kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """What modprobe and the kernel log say: Secure Boot, no module for this kernel, the open module
+    flavour, nouveau, Xid errors."""
+    from cudadoctor.rules.health import XID
+    from cudadoctor.rules.kernel_module import FLAVOUR, NOT_BUILT, NOUVEAU, SECURE_BOOT
+
+    out = []
+    if "secure-boot-rejects" in kinds:
+        out.append(
+            SECURE_BOOT.finding(
+                title=msg(
+                    "Secure Boot refuses the NVIDIA kernel module: {error}", error=kinds["secure-boot-rejects"][0].text
+                ),
+                fix=[
+                    fix(msg("See whether Secure Boot is on"), "mokutil --sb-state"),
+                    fix(
+                        msg("Enrol the key DKMS signs modules with, reboot and confirm it in the blue MOK screen"),
+                        "sudo mokutil --import /var/lib/dkms/mok.pub",
+                        "sudo reboot",
+                    ),
+                ],
+            )
+        )
+    if "module-not-built" in kinds:
+        h = kinds["module-not-built"][0]
+        kernel = h.detail.get("kernel", "")
+        out.append(
+            NOT_BUILT.finding(
+                title=msg("No NVIDIA kernel module for the running kernel {kernel}", kernel=kernel),
+                fix=[
+                    fix(msg("See what DKMS built, for which kernels"), "dkms status"),
+                    fix(
+                        msg("Build it for this kernel (its headers first), then load it"),
+                        "sudo apt-get install -y linux-headers-$(uname -r)",
+                        "sudo dkms autoinstall",
+                        "sudo modprobe nvidia",
+                    ),
+                ],
+            )
+        )
+    if "needs-open-module" in kinds:
+        out.append(
+            FLAVOUR.finding(
+                title=msg(
+                    "The GPU needs NVIDIA's open kernel module: {error}", error=kinds["needs-open-module"][0].text
+                ),
+                fix=[
+                    fix(
+                        msg("Install the open flavour of the same driver (Ubuntu)"),
+                        "sudo ubuntu-drivers install --gpgpu nvidia:open",
+                    )
+                ],
+            )
+        )
+    elif "secure-boot-on" in kinds and f.driver is not None and f.driver.init_status == "DRIVER_NOT_LOADED":
+        out.append(
+            SECURE_BOOT.finding(
+                title=msg("Secure Boot is on and the NVIDIA module is not loaded: an unsigned module is refused"),
+                severity=Severity.WARNING,  # likely, not certain: modprobe's own error settles it
+                fix=[
+                    fix(
+                        msg('Load it by hand: "Key was rejected by service" confirms Secure Boot'),
+                        "sudo modprobe nvidia",
+                    ),
+                    fix(
+                        msg("Enrol the key DKMS signs modules with, reboot and confirm it in the blue MOK screen"),
+                        "sudo mokutil --import /var/lib/dkms/mok.pub",
+                        "sudo reboot",
+                    ),
+                ],
+            )
+        )
+    if "nouveau-loaded" in kinds and f.driver is not None and f.driver.init_status == "DRIVER_NOT_LOADED":
+        out.append(
+            NOUVEAU.finding(
+                title=msg(
+                    "nouveau holds the GPU, so the NVIDIA module cannot: {line}", line=kinds["nouveau-loaded"][0].text
+                ),
+            )
+        )
+    if "xid" in kinds:
+        h = kinds["xid"][0]
+        out.append(
+            XID.finding(
+                title=msg("The kernel log has NVIDIA Xid {xid}: {line}", xid=h.detail.get("xid", "?"), line=h.text),
+                fix=[fix(msg("See every Xid with its time"), "sudo dmesg -T | grep -i xid")],
+            )
+        )
+    return out

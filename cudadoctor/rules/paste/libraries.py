@@ -1,0 +1,188 @@
+"""The libraries torch loads, as their errors show: an undefined symbol, a library or Windows DLL that cannot
+be opened, cuDNN's status codes, and extensions, torch.compile or torchvision built for another torch or CUDA.
+"""
+
+from __future__ import annotations
+
+from cudadoctor.facts import Facts
+from cudadoctor.facts.paste import PasteHit
+from cudadoctor.model import Finding, Table, msg
+from cudadoctor.rules.catalogue import fix
+from cudadoctor.rules.paste.entries import CANNOT_OPEN, CUDNN_STATUS, UNDEFINED_SYMBOL, WINDOWS_DLL
+from cudadoctor.rules.paste.installs import reinstall_torch, torch_install
+
+
+def undefined_symbol(f: Facts, h: PasteHit) -> Finding:
+    sym, lib = h.detail.get("symbol", "?"), h.detail.get("library")
+    title = (
+        msg("undefined symbol {symbol} in {library}: a library at the wrong version", symbol=sym, library=lib)
+        if lib
+        else msg("undefined symbol {symbol}: a library at the wrong version", symbol=sym)
+    )
+    return UNDEFINED_SYMBOL.finding(
+        title=title,
+        fix=[
+            fix("See which copies are found first", "echo $LD_LIBRARY_PATH", "python -m pip list | grep -i nvidia"),
+            fix("Let torch use the libraries of its own wheels", "unset LD_LIBRARY_PATH"),
+            reinstall_torch(f),
+        ],
+    )
+
+
+def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
+    lib = h.detail.get("library", "")
+    if lib.startswith("libnvidia-ml") and f.driver is not None and f.driver.init_status == "LIBRARY_NOT_FOUND":
+        return None  # CD101 says it with the machine's context
+    if lib.startswith(("libcuda.so", "libnvidia-ml")):
+        return CANNOT_OPEN.finding(
+            title=msg("{library} cannot be found: no NVIDIA driver where this ran", library=lib),
+            fix=[
+                fix(
+                    "On a Linux host: see whether the driver is installed",
+                    "nvidia-smi",
+                    "ls /usr/lib/x86_64-linux-gnu/libcuda*",
+                ),
+                fix("In a container: start it with the GPUs", "docker run --gpus all --rm IMAGE nvidia-smi"),
+                fix("Under WSL2: the library lives in /usr/lib/wsl/lib (the Windows driver)", "ls /usr/lib/wsl/lib"),
+            ],
+        )
+    cudnn = lib.startswith("libcudnn")
+    major = f.torch.cuda.split(".")[0] if f.torch is not None and f.torch.cuda else None
+    package = (f"nvidia-cudnn-cu{major}" if major else "nvidia-cudnn") if cudnn else "nvidia-*"
+    return CANNOT_OPEN.finding(
+        title=msg("{library} cannot be found: cuDNN torch needs is missing", library=lib)
+        if cudnn
+        else msg("{library} cannot be found: a CUDA library torch needs is missing", library=lib),
+        fix=[
+            fix(
+                "See what is installed and where the loader looks",
+                "python -m pip list | grep -i nvidia",
+                "echo $LD_LIBRARY_PATH",
+            ),
+            fix(
+                msg("Reinstall torch with {package} at the versions it pins", package=package),
+                torch_install(f, force=True),
+            ),
+            reinstall_torch(f),
+        ],
+    )
+
+
+def windows_dll(f: Facts, h: PasteHit) -> Finding:
+    dll = h.detail.get("library", "a DLL")
+    if h.detail.get("code") == "1455":
+        return WINDOWS_DLL.finding(
+            title=msg("Windows ran out of paging file loading {dll} (WinError 1455)", dll=dll.split(chr(92))[-1]),
+            why=msg(
+                "WinError 1455 means the paging file is too small to map the DLL: torch's CUDA DLLs are large, "
+                "and each DataLoader worker process maps them again. GPU memory is not the cause."
+            ),
+            fix=[
+                fix(
+                    msg(
+                        "Let Windows size the paging file (System > Advanced > Performance > Virtual memory), or "
+                        "enlarge it, then restart"
+                    ),
+                    "SystemPropertiesPerformance.exe",
+                ),
+                fix(msg("Or start fewer DataLoader workers"), "DataLoader(dataset, num_workers=2)"),
+            ],
+            tables=[Table(["Windows said"], [[h.text]])],
+        )
+    return WINDOWS_DLL.finding(
+        title=msg("Windows cannot load {dll}", dll=dll.split(chr(92))[-1]),
+        fix=[
+            fix(
+                "Install the Microsoft Visual C++ Redistributable (x64), then open a new terminal",
+                "winget install Microsoft.VCRedist.2015+.x64",
+            ),
+            fix(
+                "Reinstall torch cleanly (one build, from one index)",
+                "python -m pip uninstall -y torch torchvision torchaudio",
+                torch_install(f),
+            ),
+        ],
+        tables=[Table(["Windows said"], [[h.text]])],
+    )
+
+
+def cudnn_status(h: PasteHit) -> Finding:
+    return CUDNN_STATUS.finding(
+        title=msg("cuDNN failed: CUDNN_STATUS_{status}", status=h.detail.get("status", "?")),
+        fix=[
+            fix(
+                "Use the cuDNN of torch's own wheel: drop system paths",
+                "echo $LD_LIBRARY_PATH",
+                "unset LD_LIBRARY_PATH",
+            ),
+            fix("See whether it is memory", "nvidia-smi"),
+            fix("Check cuDNN as torch sees it", 'python -c "import torch; print(torch.backends.cudnn.version())"'),
+        ],
+    )
+
+
+def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """Extensions built, or torchvision installed, for another torch or CUDA."""
+    from cudadoctor.rules.extensions import OTHER_CUDA
+    from cudadoctor.rules.torch_packages import COMPANION
+
+    out = []
+    if "extension-cuda-mismatch" in kinds:
+        h = kinds["extension-cuda-mismatch"][0]
+        nvcc, cuda = h.detail.get("nvcc", "?"), h.detail.get("torch", "?")
+        out.append(
+            OTHER_CUDA.finding(
+                title=msg(
+                    "The extension is being built with CUDA {nvcc} for a torch built with CUDA {cuda}",
+                    nvcc=nvcc,
+                    cuda=cuda,
+                ),
+                why=msg(
+                    "torch.utils.cpp_extension refuses to build with a toolkit (nvcc, found through CUDA_HOME or "
+                    "PATH) of another CUDA major version than torch's: the extension would link another CUDA "
+                    "runtime than torch."
+                ),
+                fix=[
+                    fix(
+                        msg("Point the build at a toolkit of torch's CUDA"), f"export CUDA_HOME=/usr/local/cuda-{cuda}"
+                    ),
+                    fix(msg("Or install the torch built for the toolkit's CUDA"), "nvcc --version"),
+                ],
+            )
+        )
+    if "compile-toolchain-missing" in kinds:
+        from cudadoctor.rules.torch_compile import COMPILE_FAILED
+
+        out.append(
+            COMPILE_FAILED.finding(
+                title=msg(
+                    "torch.compile cannot build its kernels: {error}", error=kinds["compile-toolchain-missing"][0].text
+                ),
+                fix=[
+                    fix(
+                        msg("Install Triton for this torch (Linux; it comes with torch's CUDA wheels)"),
+                        "python -m pip install triton",
+                    ),
+                    fix(msg("And a C compiler (Debian, Ubuntu)"), "sudo apt-get install -y build-essential"),
+                    fix(msg("Or run without compiling"), "torch._dynamo.config.suppress_errors = True"),
+                ],
+            )
+        )
+    if "torchvision-mismatch" in kinds:
+        out.append(
+            COMPANION.finding(
+                title=msg(
+                    "torchvision's operators are missing: it was built for another torch ({error})",
+                    error=kinds["torchvision-mismatch"][0].text,
+                ),
+                fix=[
+                    fix(msg("See both versions"), "python -m pip list | grep -E '^(torch|torchvision) '"),
+                    fix(
+                        msg("Install the torchvision made for this torch, from the same index"),
+                        "python -m pip install --force-reinstall torch torchvision --index-url "
+                        "https://download.pytorch.org/whl/cu126",
+                    ),
+                ],
+            )
+        )
+    return out
