@@ -347,10 +347,7 @@ UNCHECKED: dict[str, str] = {
 }
 # Fix lines the example tests found wrong and that are not fixed yet, with what is wrong and where it is
 # made; the test fails when one starts to pass (then its line leaves this table).
-KNOWN_WRONG: dict[str, str] = {
-    r"pip install torch --index-url \S+/cu132$": "CD906 (rules/paste/installs.py): installs torch without naming a "
-    "release",
-}
+KNOWN_WRONG: dict[str, str] = {}
 # Checkpoint examples' Python snippets that fail when run against their checkpoint with the torch here
 # (tests/rules/test_examples_fixes.py), not fixed yet: what is wrong, and where it is made.
 KNOWN_WRONG_SNIPPETS: dict[str, str] = {}

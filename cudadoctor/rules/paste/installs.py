@@ -36,10 +36,17 @@ def torch_install(f: Facts, force: bool = False) -> str:
     """The install line for the torch the paste shows: its version and CUDA variant when known."""
     t = f.torch
     version = (t.version or "").split("+")[0] if t is not None else ""
-    pin = f"torch=={version}" if version else "torch"
+    # a release is always named: a bare `torch` is whatever the index serves newest when it is pasted
+    pin = f"torch=={version}" if version else f"torch=={wheels.newest_release()}.0"
     flag = " --force-reinstall" if force else ""
     if t is not None and t.cuda:
-        index = wheels.INDEX_URL.format(variant=wheels.variant_name(t.cuda))
+        name = wheels.variant_name(t.cuda)
+        if not version:  # the newest release built for the CUDA the paste shows
+            release = next(
+                (r for r in wheels.releases_newest_first() if name in {v.name for v in wheels.variants(r)}), None
+            )
+            pin = f"torch=={release}.0" if release else pin
+        index = wheels.INDEX_URL.format(variant=name)
         return f"python -m pip install{flag} {pin} --index-url {index}"
     variant = _variant_for(f, wheels.release_of(version) if version else wheels.newest_release())
     if variant is None:  # a release the tables do not know: its default wheel, from PyPI
@@ -80,7 +87,9 @@ def cuda_build_install(f: Facts) -> str:
     if f.driver is not None and f.driver.driver_version:
         return torch_install(dataclasses.replace(f, torch=None))
     v = _oldest_variant()
-    return f"python -m pip install torch --index-url {v.index_url}" if v else "python -m pip install torch"
+    # the release is named: a bare `torch` follows whatever the index serves next
+    release = f"torch=={wheels.newest_release()}.0"
+    return f"python -m pip install {release} --index-url {v.index_url}" if v else f"python -m pip install {release}"
 
 
 def cuda_at_least(need: tuple[int, int]) -> list[Fix]:
@@ -96,6 +105,6 @@ def cuda_at_least(need: tuple[int, int]) -> list[Fix]:
                 variant=v.name,
             ),
             "nvidia-smi",
-            f"python -m pip install torch --index-url {v.index_url}",
+            f"python -m pip install torch=={wheels.newest_release()}.0 --index-url {v.index_url}",
         )
     ]
