@@ -161,3 +161,31 @@ def test_gpus_named_in_chinese_and_korean_sentences(line: str, gpu: str) -> None
 def test_a_bare_driver_number_under_a_line_that_names_the_driver() -> None:
     assert parsed("OS: Ubuntu 22.04\nNVIDIA driver:\n535.104.05\n").values["driver_version"] == "535.104.05"
     assert "driver_version" not in parsed("OS: Ubuntu 22.04\n535.104.05\n").values
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "I use `DataParallel` that device_ids is [1, 2], but only gpu 1 is used.",
+        "With 4 cards only one GPU is utilized during training",
+        "训练时只使用了一张卡",
+        "实验名称 | 训练时间 | 显存占用 | 备注\n-- | -- | -- | --\nresnet_fp16 | 13m27s | 2300MiB | loss 变为 nan\n",
+    ],
+)
+def test_a_run_that_used_a_gpu_says_the_stack_works(paste: str) -> None:
+    """One GPU of several in use, or a table of runs with their GPU memory: CUDA ran, so the verdict is
+    healthy (exit 0, CD914), not "nothing to diagnose"."""
+    assert "gpu-ran" in kinds(paste)
+    assert triage(paste)[0] == 0 and codes(paste).get("CD914") == "ok"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "only CPU is used, the GPU stays idle",
+        "| GPU | VRAM |\n|--|--|\n| RTX 3090 | 24GB |\n",  # a card's capacity is not a run
+        "实验 | 显存占用\n-- | --\nfp32 | 0MiB\n",
+    ],
+)
+def test_no_run_is_read_from_an_idle_gpu_or_a_spec_sheet(paste: str) -> None:
+    assert "gpu-ran" not in kinds(paste)

@@ -77,6 +77,14 @@ _DEVICE_CUDA = re.compile(r"device\)?\s*(?:为|is|=|:|->)\s*['\"`]?cuda\b", re.I
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
+# "only GPU 1 is used", "only one gpu is utilized", "只使用了一张卡": of several GPUs one works, so CUDA runs
+_ONE_GPU_USED = re.compile(
+    r"\bonly\s+(?:one\s+|1\s+|the\s+first\s+)?gpus?\s*[:#]?\s*\d*\s+(?:is|was|gets|got|are|were)\s+"
+    r"(?:being\s+)?(?:used|utili[sz]ed|busy|working|running)\b"
+    r"|\bonly\s+(?:uses|used|utili[sz]es)\s+(?:one\s+|1\s+|the\s+first\s+)?gpu\b"
+    r"|只(?:使)?用了?(?:一|1)(?:张|块|个)(?:GPU|卡|显卡)",
+    re.I,
+)
 _IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
 
 
@@ -209,6 +217,10 @@ def _device_cuda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
 
 
+def _one_gpu_used_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: a GPU is in use"}))
+
+
 _Handler = Callable[[Partial, str, str, re.Match[str]], None]
 _ALWAYS = re.compile("")
 # (words of which one must be in the lower-cased line, pattern, handler): the words are a cheap test,
@@ -241,6 +253,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("docker", "podman"), _DOCKER_RUN, _docker_run_line),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器"), _IN_CONTAINER, _in_container_line),
+    (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),
 ]
 
 
@@ -269,6 +282,7 @@ def parse(all_lines: list[str]) -> Partial:
         if not p.torch_gpus and _GPU_CONTEXT.search(lower):
             _gpu(p, line, w or where(n, line))
     _bare_driver(p, all_lines)
+    _memory_table(p, all_lines)
     _wsl(p, all_lines)
     p.hits = _capped(p.hits)
     return p
@@ -290,6 +304,39 @@ def _bare_driver(p: Partial, all_lines: list[str]) -> None:
             return
         if line.strip():
             previous = line
+
+
+# a Markdown table of runs with a GPU-memory column: "| 训练时间 | 显存占用 |" then "| 13m27s | 2300MiB |"
+# the column names memory a run used, not a card's capacity ("VRAM", "显存大小")
+_MEMORY_HEADER = re.compile(
+    r"显存(?:占用|使用|消耗)|(?:vram|gpu\s*mem(?:ory)?)\s*(?:usage|used|use|peak|consumption)"
+    r"|peak\s+(?:vram|gpu\s*mem)|(?:gpu|그래픽)\s*메모리\s*사용",
+    re.I,
+)
+_MEMORY_CELL = re.compile(r"^\s*(?:\d+(?:\.\d+)?)\s*(?:[KMG]i?B)\s*$", re.I)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _memory_table(p: Partial, all_lines: list[str]) -> None:
+    """A table of runs whose GPU-memory column holds a size: each such row is a run that held that much
+    GPU memory, so CUDA ran. Only a header cell names GPU memory; a size elsewhere says nothing."""
+    column = None
+    for n, line in enumerate(all_lines):
+        if line.count("|") < 2:
+            column = None
+            continue
+        cells = _cells(line)
+        if column is None:
+            column = next((i for i, c in enumerate(cells) if _MEMORY_HEADER.search(c)), None)
+            continue
+        cell = cells[column] if column < len(cells) else ""
+        if _MEMORY_CELL.match(cell) and re.search(r"[1-9]", cell):
+            why = f"{where(n, line)}: a run held {cell} of GPU memory"
+            p.hits.append(Hit("gpu-ran", short(line, 120), {"why": why}))
+            return
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:
