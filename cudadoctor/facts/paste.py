@@ -24,6 +24,7 @@ NOT_ERRORS = frozenset(
         "hang",
         "nproc-per-node",
         "says-cpu-build",
+        "says-gpu-unsupported",
         "gpu-ran",
     }
 )

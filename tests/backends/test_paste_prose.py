@@ -189,3 +189,24 @@ def test_a_run_that_used_a_gpu_says_the_stack_works(paste: str) -> None:
 )
 def test_no_run_is_read_from_an_idle_gpu_or_a_spec_sheet(paste: str) -> None:
     assert "gpu-ran" not in kinds(paste)
+
+
+def test_a_gpu_reported_unsupported_and_older_than_the_builds_is_too_old() -> None:
+    """The person reports torch's verdict in their words, about a GPU they name: CD903, with the newest
+    torch that still has kernels for it."""
+    paste = "I have a GTX 1060.\nI get an error that my GPU doesn't support the latest compute capabilities.\n"
+    assert kinds(paste)["gpu-too-old"] == {"gpu": "GTX 1060", "cc": "6.1", "where": "line 2"}
+    code, out = triage(paste)
+    assert code == 1 and "CD903" in out and "cu126" in out and codes(paste)["CD903"] == "error"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "I get an error that my GPU doesn't support the latest compute capabilities.",  # which GPU: unknown
+        "My RTX 5090 is not supported: compute capability 12.0 is not supported",  # newer than a build, not older
+        "I have a GTX 1060 and it works fine.",
+    ],
+)
+def test_no_too_old_verdict_without_a_named_older_gpu_and_the_report(paste: str) -> None:
+    assert "gpu-too-old" not in kinds(paste)

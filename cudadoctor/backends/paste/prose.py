@@ -85,6 +85,14 @@ _ONE_GPU_USED = re.compile(
     r"|只(?:使)?用了?(?:一|1)(?:张|块|个)(?:GPU|卡|显卡)",
     re.I,
 )
+# a person reporting torch's verdict on their GPU: "my GPU doesn't support the latest compute capabilities",
+# "the card is not supported anymore (cuda capability 6.1)"
+_GPU_UNSUPPORTED = re.compile(
+    r"\b(?:gpu|card|graphics)\b[^.]{0,40}?\b(?:doesn'?t|does not|isn'?t|is not|no longer|not)\s+"
+    r"(?:support(?:ed|s)?|compatible)\b[^.]{0,50}?\b(?:compute|cuda)\s+capabilit"
+    r"|\b(?:compute|cuda)\s+capabilit\w*[^.]{0,30}?\b(?:is\s+)?(?:not|no longer)\s+supported",
+    re.I,
+)
 _IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
 
 
@@ -254,6 +262,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),
+    (("capabilit",), _GPU_UNSUPPORTED, _hit("says-gpu-unsupported")),
 ]
 
 
@@ -283,6 +292,7 @@ def parse(all_lines: list[str]) -> Partial:
             _gpu(p, line, w or where(n, line))
     _bare_driver(p, all_lines)
     _memory_table(p, all_lines)
+    _too_old(p)
     _wsl(p, all_lines)
     p.hits = _capped(p.hits)
     return p
@@ -336,6 +346,24 @@ def _memory_table(p: Partial, all_lines: list[str]) -> None:
         if _MEMORY_CELL.match(cell) and re.search(r"[1-9]", cell):
             why = f"{where(n, line)}: a run held {cell} of GPU memory"
             p.hits.append(Hit("gpu-ran", short(line, 120), {"why": why}))
+            return
+
+
+def _too_old(p: Partial) -> None:
+    """ "My GPU is not supported (compute capability)" about a GPU the post names, older than every
+    kernel of a current build: torch's verdict that the GPU is too old for the build installed, as the
+    person reports it. A GPU newer than the builds is a different problem and reads as nothing here."""
+    from cudadoctor.knowledge import wheels
+
+    said = next((h for h in p.hits if h.kind == "says-gpu-unsupported"), None)
+    gpu = p.torch_gpus[0] if p.torch_gpus else None
+    if said is None or gpu is None or gpu.capability is None:
+        return
+    cc = tuple(int(x) for x in gpu.capability.split("."))
+    for v in wheels.variants(wheels.newest_release()):
+        sms = [(int(f[3:-1]), int(f[-1])) for f in v.arch_flags if re.fullmatch(r"sm_\d{2,3}", f)]
+        if sms and wheels.coverage(v.arch_flags, gpu.capability) == "none" and cc < min(sms):
+            p.hits.append(Hit("gpu-too-old", said.text, {"gpu": gpu.name, "cc": gpu.capability, **said.detail}))
             return
 
 
