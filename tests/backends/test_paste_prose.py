@@ -210,3 +210,27 @@ def test_a_gpu_reported_unsupported_and_older_than_the_builds_is_too_old() -> No
 )
 def test_no_too_old_verdict_without_a_named_older_gpu_and_the_report(paste: str) -> None:
     assert "gpu-too-old" not in kinds(paste)
+
+
+@pytest.mark.parametrize(
+    ("paste", "kind"),
+    [
+        ("运行提示报错，一部分程序运行在CPU上，一部分程序运行在GPU上，如何统一到GPU上", "device-mismatch"),
+        ("It fails: some tensors are on the CPU and others on the GPU.", "device-mismatch"),
+        ("有人说是标签超出范围，但是我查了标签没有问题", "labels-out-of-range"),
+        ("The assert fires because my labels are out of range", "labels-out-of-range"),
+    ],
+)
+def test_a_bug_of_the_program_told_in_words_is_a_run_time_problem(paste: str, kind: str) -> None:
+    """Tensors split between CPU and GPU, labels out of range: the program's bug on a working stack, a
+    run-time warning (CD909) with exit 0, not "nothing to diagnose"."""
+    assert kind in kinds(paste)
+    code, out = triage(paste)
+    assert code == 0 and codes(paste)["CD909"] == "warning" and "None" not in out
+
+
+@pytest.mark.parametrize(
+    "paste", ["I moved the model from the CPU to the GPU", "IndexError: list index out of range", "标签页没有问题"]
+)
+def test_no_run_time_bug_from_a_device_move_or_another_index(paste: str) -> None:
+    assert not {"device-mismatch", "labels-out-of-range"} & set(kinds(paste))

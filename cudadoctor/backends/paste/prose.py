@@ -93,6 +93,21 @@ _GPU_UNSUPPORTED = re.compile(
     r"|\b(?:compute|cuda)\s+capabilit\w*[^.]{0,30}?\b(?:is\s+)?(?:not|no longer)\s+supported",
     re.I,
 )
+# torch's "Expected all tensors to be on the same device" as people tell it: "一部分程序运行在CPU上，一部分程序运行在
+# GPU上", "some tensors are on the CPU and others on the GPU"
+_PART = r"(?:一部分|部分|有的|另一部分|其余)[^，,。；;]{0,15}?(?:在|运行在)\s*"
+_SOME = r"\b(?:some|part|others?|the rest)\b[^.]{0,40}?\bon (?:the )?"
+
+
+def _split(a: str, b: str) -> str:
+    return f"{_PART}{a}\\s*上[^。]{{0,4}}?{_PART}{b}\\s*上|{_SOME}{a}\\b[^.]{{0,20}}?{_SOME}{b}\\b"
+
+
+_DEVICES_SPLIT = re.compile(_split("cpu", "(?:gpu|cuda)") + "|" + _split("(?:gpu|cuda)", "cpu"), re.I)
+# a device-side assert's usual cause, as people name it: "标签超出范围", "labels out of range"
+_LABELS_OUT = re.compile(
+    r"标签(?:值)?(?:超出|越界|超过)(?:了)?(?:类别)?(?:范围)?|\blabels?\b[^.]{0,20}?\bout of (?:range|bounds)\b", re.I
+)
 _IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
 
 
@@ -225,6 +240,16 @@ def _device_cuda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
 
 
+def _split_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    # the sentence itself, not its line: it becomes the finding's title
+    p.hits.append(Hit("device-mismatch", short(m.group(0)), {"where": w}))
+    p.hits.append(Hit("gpu-ran", short(m.group(0), 120), {"why": f"{w}: part of the program ran on the GPU"}))
+
+
+def _labels_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("labels-out-of-range", short(m.group(0)), {"where": w}))
+
+
 def _one_gpu_used_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: a GPU is in use"}))
 
@@ -263,6 +288,8 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("container", "容器"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),
     (("capabilit",), _GPU_UNSUPPORTED, _hit("says-gpu-unsupported")),
+    (("cpu",), _DEVICES_SPLIT, _split_line),
+    (("标签", "label"), _LABELS_OUT, _labels_line),
 ]
 
 
