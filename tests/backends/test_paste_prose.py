@@ -234,3 +234,23 @@ def test_a_bug_of_the_program_told_in_words_is_a_run_time_problem(paste: str, ki
 )
 def test_no_run_time_bug_from_a_device_move_or_another_index(paste: str) -> None:
     assert not {"device-mismatch", "labels-out-of-range"} & set(kinds(paste))
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "i think i have to reduce the batch size but downt know how.",
+        "batch size를 256으로 하니 위 에러가 발생하며, 128로 줄이니 위 오류가 발생되지 않습니다.",
+        "把batch_size调小之后就不报错了",
+    ],
+)
+def test_an_error_that_goes_with_a_smaller_batch_is_out_of_memory(paste: str) -> None:
+    """The job does not fit: a run-time warning (CD909) whose fix makes the job smaller, exit 0."""
+    assert "out-of-memory" in kinds(paste)
+    code, out = triage(paste)
+    assert code == 0 and codes(paste)["CD909"] == "warning" and "does not fit" in out
+
+
+@pytest.mark.parametrize("paste", ["我尝试了调小学习率和 调大batch_size", "batch size 64, lr 0.01"])
+def test_a_batch_size_alone_or_a_larger_one_is_not_out_of_memory(paste: str) -> None:
+    assert "out-of-memory" not in kinds(paste)

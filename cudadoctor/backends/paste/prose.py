@@ -108,6 +108,14 @@ _DEVICES_SPLIT = re.compile(_split("cpu", "(?:gpu|cuda)") + "|" + _split("(?:gpu
 _LABELS_OUT = re.compile(
     r"标签(?:值)?(?:超出|越界|超过)(?:了)?(?:类别)?(?:范围)?|\blabels?\b[^.]{0,20}?\bout of (?:range|bounds)\b", re.I
 )
+# out of memory as people tell it: the error comes with a batch size and goes with a smaller one ("reduce the
+# batch size", "batch size를 256으로 하니 … 128로 줄이니 … 발생되지 않습니다", "把batch_size调小")
+_BATCH = r"batch[\s_-]?size"
+_SMALLER_BATCH = re.compile(
+    rf"\b(?:reduc\w*|lower\w*|decreas\w*|smaller)\s+(?:the\s+|my\s+)?{_BATCH}"
+    rf"|{_BATCH}\S*[^.\n]{{0,40}}?(?:줄이|줄였|调小|减小|减少|降低|改小)|(?:调小|减小|减少|降低|改小)(?:了)?\s*{_BATCH}",
+    re.I,
+)
 _IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
 
 
@@ -250,6 +258,10 @@ def _labels_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     p.hits.append(Hit("labels-out-of-range", short(m.group(0)), {"where": w}))
 
 
+def _smaller_batch_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("out-of-memory", short(m.group(0)), {"where": w}))
+
+
 def _one_gpu_used_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: a GPU is in use"}))
 
@@ -290,6 +302,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("capabilit",), _GPU_UNSUPPORTED, _hit("says-gpu-unsupported")),
     (("cpu",), _DEVICES_SPLIT, _split_line),
     (("标签", "label"), _LABELS_OUT, _labels_line),
+    (("batch",), _SMALLER_BATCH, _smaller_batch_line),
 ]
 
 
