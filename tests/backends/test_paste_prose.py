@@ -254,3 +254,11 @@ def test_an_error_that_goes_with_a_smaller_batch_is_out_of_memory(paste: str) ->
 @pytest.mark.parametrize("paste", ["我尝试了调小学习率和 调大batch_size", "batch size 64, lr 0.01"])
 def test_a_batch_size_alone_or_a_larger_one_is_not_out_of_memory(paste: str) -> None:
     assert "out-of-memory" not in kinds(paste)
+
+
+def test_a_docker_container_named_in_a_sentence_is_a_container_context() -> None:
+    """Not "nothing to diagnose": the post is about a container, and what decides it is asked for (exit 3)."""
+    paste = "Hi! After downloading the docker container and cuda 12.2, when I run this instruction, it errors.\n"
+    assert kinds(paste)["container-context"]["where"] == "line 1"
+    assert triage(paste)[0] == 3
+    assert "container-context" not in kinds("I keep my notes in a container of docs")

@@ -57,7 +57,7 @@ _LINUX_DRIVER_INSTALL = re.compile(
     r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)"
 )
 _CONTAINER_CONTEXT = re.compile(
-    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose)\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
+    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose|container|image)s?\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
     r"|\bsingularity\s+(?:exec|run|shell|build)\b|\bapptainer\b|\bpodman\s+run\b"
 )
 _IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
