@@ -262,3 +262,33 @@ def test_a_docker_container_named_in_a_sentence_is_a_container_context() -> None
     assert kinds(paste)["container-context"]["where"] == "line 1"
     assert triage(paste)[0] == 3
     assert "container-context" not in kinds("I keep my notes in a container of docs")
+
+
+SCRIPT = """```
+import torch
+x = torch.randn(500, dtype=torch.float16)
+gpu = torch.cumsum(x.cuda(), dim=0).cpu()
+print(f"GPU error vs reference: {float(gpu.sum()):.4e}")
+```
+{output}
+"""
+
+
+def test_a_script_that_calls_cuda_and_its_printed_output_show_the_gpu_ran() -> None:
+    """The printed line comes after .cuda() in the script: the program got past it, so CUDA works (exit 0)."""
+    paste = SCRIPT.replace("{output}", "GPU error vs reference: 5.5936e+00")
+    assert kinds(paste)["gpu-ran"]["why"] == "line 5: the script printed it after moving work to CUDA"
+    assert triage(paste)[0] == 0 and codes(paste)["CD914"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        SCRIPT.replace("{output}", ""),  # the script alone: it may never have run
+        SCRIPT.replace("x.cuda()", "x.to(dev)").replace("{output}", "GPU error vs reference: 5.5936e+00"),
+        "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        + SCRIPT.replace("{output}", "GPU error vs reference: 1"),
+    ],
+)
+def test_no_run_from_a_script_without_its_output_or_with_a_cpu_fallback(paste: str) -> None:
+    assert "gpu-ran" not in kinds(paste)

@@ -333,6 +333,7 @@ def parse(all_lines: list[str]) -> Partial:
     _bare_driver(p, all_lines)
     _memory_table(p, all_lines)
     _too_old(p)
+    _script_output(p, all_lines)
     _wsl(p, all_lines)
     p.hits = _capped(p.hits)
     return p
@@ -404,6 +405,28 @@ def _too_old(p: Partial) -> None:
         sms = [(int(f[3:-1]), int(f[-1])) for f in v.arch_flags if re.fullmatch(r"sm_\d{2,3}", f)]
         if sms and wheels.coverage(v.arch_flags, gpu.capability) == "none" and cc < min(sms):
             p.hits.append(Hit("gpu-too-old", said.text, {"gpu": gpu.name, "cc": gpu.capability, **said.detail}))
+            return
+
+
+# a script that moves work to the GPU unconditionally, then prints: its printed lines in the post show it ran
+_CUDA_CALL = re.compile(r"\.cuda\(\s*\d*\s*\)|\.to\(\s*['\"]cuda(?::\d+)?['\"]|device\s*=\s*['\"]cuda(?::\d+)?['\"]")
+_PRINT = re.compile(r"\bprint\(\s*f?['\"](?P<text>[^'\"{}\\]{12,})")
+
+
+def _script_output(p: Partial, all_lines: list[str]) -> None:
+    """The post's script calls .cuda() (no CPU fallback: no is_available() in it), and a line the script
+    prints after that call is in the post as output: the program got past the call, so CUDA ran."""
+    if any(h.kind == "gpu-ran" for h in p.hits) or any("is_available" in line for line in all_lines):
+        return
+    first = next((n for n, line in enumerate(all_lines) if _CUDA_CALL.search(line)), None)
+    if first is None:
+        return
+    printed = {m.group("text").strip() for line in all_lines[first:] for m in [_PRINT.search(line)] if m}
+    for n, line in enumerate(all_lines):
+        said = line.strip()
+        if "print(" not in line and any(said.startswith(t) for t in printed if len(t) >= 12):
+            why = f"{where(n, line)}: the script printed it after moving work to CUDA"
+            p.hits.append(Hit("gpu-ran", short(line, 120), {"why": why}))
             return
 
 
