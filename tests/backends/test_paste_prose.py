@@ -292,3 +292,25 @@ def test_a_script_that_calls_cuda_and_its_printed_output_show_the_gpu_ran() -> N
 )
 def test_no_run_from_a_script_without_its_output_or_with_a_cpu_fallback(paste: str) -> None:
     assert "gpu-ran" not in kinds(paste)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "value"),
+    [
+        ("我的torch版本是1.8.0，显卡是3090", "torch_version", "1.8.0"),
+        ("pytorch 버전은 1.13.1입니다", "torch_version", "1.13.1"),
+        ("torch版本：2.1.0+cu118", "torch_cuda", "11.8"),
+        ("驱动版本是470.57.02", "driver_version", "470.57.02"),
+        ("드라이버 버전은 535.104.05입니다", "driver_version", "535.104.05"),
+    ],
+)
+def test_versions_in_chinese_and_korean_sentences(line: str, key: str, value: str) -> None:
+    """A Chinese or Korean word may touch the name or the number: the edges are ASCII word edges."""
+    assert parsed(line).values[key] == value
+    assert triage(line)[0] != 2
+
+
+@pytest.mark.parametrize("line", ["torchvision版本是0.9.0", "libtorch 1.8.0", "驱动程序更新了3次"])
+def test_no_torch_or_driver_version_from_another_name(line: str) -> None:
+    values = parsed(line).values
+    assert "torch_version" not in values and "driver_version" not in values

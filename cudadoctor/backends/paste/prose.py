@@ -30,14 +30,17 @@ _GPU = re.compile(
 _GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro")
 
 _TORCH_VERSION = re.compile(
-    r"(?:\btorch|\bpytorch|\(you have)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=-]*\s*(?:==)?\s*v?"
-    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)\b",
+    # ASCII word edges: a Chinese or Korean word may touch the name or the number ("我的torch版本是1.8.0")
+    r"(?:(?<![A-Za-z0-9_])(?:torch|pytorch)|\(you have)(?:\s*(?:version|版本|버전))?\s*(?:\*\*)?"
+    r"\s*(?:是|为|為|은|는|：)?\s*[:=-]*\s*(?:==)?\s*v?"
+    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)(?![0-9A-Za-z_])",
     re.I,
 )
 _WHEEL_TAG = re.compile(r"(?<![\w.])(?P<v>\d\.\d{1,2}\.\d{1,2}(?:\.dev\d+)?\+(?:cu\d{2,3}|cpu))(?![\w.])")
 _DRIVER = re.compile(
-    r"(?:driver(?:\s+version)?|NVRM version: NVIDIA UNIX \S+ Kernel Module|驱动(?:版本)?)\s*[:：=]?\s*(?:is\s+)?"
-    r"(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)\b",
+    r"(?:driver(?:\s+version)?|NVRM version: NVIDIA UNIX \S+ Kernel Module|驱动(?:版本)?|드라이버(?:\s*버전)?)"
+    r"\s*(?:是|为|為|은|는)?\s*[:：=]?\s*(?:is\s+)?"
+    r"(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)(?![0-9A-Za-z_])",
     re.I,
 )
 _INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?P<variant>cu\d{2,3}|cpu|rocm[\d.]+)\b")
@@ -280,7 +283,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("hang", "hung", "stuck", "freez", "frozen", "deadlock"), _HANG, _hit("hang")),
     (("nproc",), _NPROC, _hit("nproc-per-node", n=1)),
     (("device",), _DEVICE_CUDA, _device_cuda_line),
-    (("driver", "驱动", "nvrm"), _DRIVER, _driver_line),
+    (("driver", "驱动", "드라이버", "nvrm"), _DRIVER, _driver_line),
     (("download.pytorch.org",), _INDEX, _index_line),
     (("conda", "cpu", "pytorch "), _ALWAYS, _conda_line),
     (("is_available",), _AVAILABLE, _available_line),
@@ -350,7 +353,7 @@ def _bare_driver(p: Partial, all_lines: list[str]) -> None:
     previous = ""
     for n, line in enumerate(all_lines):
         m = _BARE_VERSION.match(line)
-        if m and re.search(r"driver|驱动", previous, re.I):
+        if m and re.search(r"driver|驱动|드라이버", previous, re.I):
             p.set("driver_version", m.group("v"), where(n, line))
             return
         if line.strip():
