@@ -25,6 +25,7 @@ NOT_ERRORS = frozenset(
         "nproc-per-node",
         "says-cpu-build",
         "says-gpu-unsupported",
+        "pypi-windows",
         "gpu-ran",
     }
 )

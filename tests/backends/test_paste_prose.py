@@ -314,3 +314,25 @@ def test_versions_in_chinese_and_korean_sentences(line: str, key: str, value: st
 def test_no_torch_or_driver_version_from_another_name(line: str) -> None:
     values = parsed(line).values
     assert "torch_version" not in values and "driver_version" not in values
+
+
+def test_pip_install_torch_from_pypi_on_windows_is_the_cpu_only_build() -> None:
+    """PyPI's Windows torch wheels have no CUDA: triage says so (CD216) with the line it read."""
+    paste = "Windows 11, RTX 3060.\npip install torch torchvision\ntorch.cuda.is_available() returns False\n"
+    p = parsed(paste)
+    assert p.values["torch_cuda_built"] is False and p.where["torch_cuda_built"] == "line 2"
+    code, out = triage(paste)
+    assert code == 3 and codes(paste)["CD216"] == "info" and "pypi-windows" in out
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Ubuntu 22.04\npip install torch\n",  # Linux: PyPI's torch is a CUDA build
+        "Windows 11\npip install torch --index-url https://download.pytorch.org/whl/cu121\n",
+        "Windows 11, inside WSL Ubuntu:\npip install torch\n",
+        "Windows 10\npip install torchvision\n",
+    ],
+)
+def test_no_cpu_build_from_pip_off_windows_or_from_another_index(paste: str) -> None:
+    assert "torch_cuda_built" not in parsed(paste).values or parsed(paste).values["torch_cuda_built"] is True

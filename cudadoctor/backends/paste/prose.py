@@ -337,6 +337,7 @@ def parse(all_lines: list[str]) -> Partial:
     _memory_table(p, all_lines)
     _too_old(p)
     _script_output(p, all_lines)
+    _windows_pypi(p, all_lines)
     _wsl(p, all_lines)
     p.hits = _capped(p.hits)
     return p
@@ -430,6 +431,27 @@ def _script_output(p: Partial, all_lines: list[str]) -> None:
         if "print(" not in line and any(said.startswith(t) for t in printed if len(t) >= 12):
             why = f"{where(n, line)}: the script printed it after moving work to CUDA"
             p.hits.append(Hit("gpu-ran", short(line, 120), {"why": why}))
+            return
+
+
+_WINDOWS = re.compile(r"\bWindows\s*(?:10|11|Server)\b|\bwin\s?(?:10|11)\b|Microsoft Windows \[", re.I)
+_PIP_TORCH = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^#\n]*(?<![\w-])torch(?:==[\d.]+)?(?![\w.+-])")
+_ELSEWHERE = re.compile(r"download\.pytorch\.org|index-url|\s-f\s|\+cu\d|\.whl\b|\bWSL\b|conda\s+install", re.I)
+
+
+def _windows_pypi(p: Partial, all_lines: list[str]) -> None:
+    """`pip install torch` from PyPI on Windows installs the CPU-only build (PyPI's Windows wheels have no
+    CUDA). Only where the post names Windows and no line installs from anywhere else or under WSL."""
+    if "torch_cuda_built" in p.values or not any(_WINDOWS.search(line) for line in all_lines):
+        return
+    if any(_ELSEWHERE.search(line) for line in all_lines):
+        return
+    for n, line in enumerate(all_lines):
+        if _PIP_TORCH.search(line):
+            w = where(n, line)
+            p.set("torch_cuda_built", False, w)
+            p.set("torch_installed", True, w)
+            p.hits.append(Hit("pypi-windows", short(line, 160), {"where": w}))
             return
 
 
