@@ -24,6 +24,8 @@ NOT_ERRORS = frozenset(
         "hang",
         "nproc-per-node",
         "says-cpu-build",
+        "says-gpu-unsupported",
+        "pypi-windows",
         "gpu-ran",
     }
 )

@@ -161,3 +161,178 @@ def test_gpus_named_in_chinese_and_korean_sentences(line: str, gpu: str) -> None
 def test_a_bare_driver_number_under_a_line_that_names_the_driver() -> None:
     assert parsed("OS: Ubuntu 22.04\nNVIDIA driver:\n535.104.05\n").values["driver_version"] == "535.104.05"
     assert "driver_version" not in parsed("OS: Ubuntu 22.04\n535.104.05\n").values
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "I use `DataParallel` that device_ids is [1, 2], but only gpu 1 is used.",
+        "With 4 cards only one GPU is utilized during training",
+        "训练时只使用了一张卡",
+        "实验名称 | 训练时间 | 显存占用 | 备注\n-- | -- | -- | --\nresnet_fp16 | 13m27s | 2300MiB | loss 变为 nan\n",
+    ],
+)
+def test_a_run_that_used_a_gpu_says_the_stack_works(paste: str) -> None:
+    """One GPU of several in use, or a table of runs with their GPU memory: CUDA ran, so the verdict is
+    healthy (exit 0, CD914), not "nothing to diagnose"."""
+    assert "gpu-ran" in kinds(paste)
+    assert triage(paste)[0] == 0 and codes(paste).get("CD914") == "ok"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "only CPU is used, the GPU stays idle",
+        "| GPU | VRAM |\n|--|--|\n| RTX 3090 | 24GB |\n",  # a card's capacity is not a run
+        "实验 | 显存占用\n-- | --\nfp32 | 0MiB\n",
+    ],
+)
+def test_no_run_is_read_from_an_idle_gpu_or_a_spec_sheet(paste: str) -> None:
+    assert "gpu-ran" not in kinds(paste)
+
+
+def test_a_gpu_reported_unsupported_and_older_than_the_builds_is_too_old() -> None:
+    """The person reports torch's verdict in their words, about a GPU they name: CD903, with the newest
+    torch that still has kernels for it."""
+    paste = "I have a GTX 1060.\nI get an error that my GPU doesn't support the latest compute capabilities.\n"
+    assert kinds(paste)["gpu-too-old"] == {"gpu": "GTX 1060", "cc": "6.1", "where": "line 2"}
+    code, out = triage(paste)
+    assert code == 1 and "CD903" in out and "cu126" in out and codes(paste)["CD903"] == "error"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "I get an error that my GPU doesn't support the latest compute capabilities.",  # which GPU: unknown
+        "My RTX 5090 is not supported: compute capability 12.0 is not supported",  # newer than a build, not older
+        "I have a GTX 1060 and it works fine.",
+    ],
+)
+def test_no_too_old_verdict_without_a_named_older_gpu_and_the_report(paste: str) -> None:
+    assert "gpu-too-old" not in kinds(paste)
+
+
+@pytest.mark.parametrize(
+    ("paste", "kind"),
+    [
+        ("运行提示报错，一部分程序运行在CPU上，一部分程序运行在GPU上，如何统一到GPU上", "device-mismatch"),
+        ("It fails: some tensors are on the CPU and others on the GPU.", "device-mismatch"),
+        ("有人说是标签超出范围，但是我查了标签没有问题", "labels-out-of-range"),
+        ("The assert fires because my labels are out of range", "labels-out-of-range"),
+    ],
+)
+def test_a_bug_of_the_program_told_in_words_is_a_run_time_problem(paste: str, kind: str) -> None:
+    """Tensors split between CPU and GPU, labels out of range: the program's bug on a working stack, a
+    run-time warning (CD909) with exit 0, not "nothing to diagnose"."""
+    assert kind in kinds(paste)
+    code, out = triage(paste)
+    assert code == 0 and codes(paste)["CD909"] == "warning" and "None" not in out
+
+
+@pytest.mark.parametrize(
+    "paste", ["I moved the model from the CPU to the GPU", "IndexError: list index out of range", "标签页没有问题"]
+)
+def test_no_run_time_bug_from_a_device_move_or_another_index(paste: str) -> None:
+    assert not {"device-mismatch", "labels-out-of-range"} & set(kinds(paste))
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "i think i have to reduce the batch size but downt know how.",
+        "batch size를 256으로 하니 위 에러가 발생하며, 128로 줄이니 위 오류가 발생되지 않습니다.",
+        "把batch_size调小之后就不报错了",
+    ],
+)
+def test_an_error_that_goes_with_a_smaller_batch_is_out_of_memory(paste: str) -> None:
+    """The job does not fit: a run-time warning (CD909) whose fix makes the job smaller, exit 0."""
+    assert "out-of-memory" in kinds(paste)
+    code, out = triage(paste)
+    assert code == 0 and codes(paste)["CD909"] == "warning" and "does not fit" in out
+
+
+@pytest.mark.parametrize("paste", ["我尝试了调小学习率和 调大batch_size", "batch size 64, lr 0.01"])
+def test_a_batch_size_alone_or_a_larger_one_is_not_out_of_memory(paste: str) -> None:
+    assert "out-of-memory" not in kinds(paste)
+
+
+def test_a_docker_container_named_in_a_sentence_is_a_container_context() -> None:
+    """Not "nothing to diagnose": the post is about a container, and what decides it is asked for (exit 3)."""
+    paste = "Hi! After downloading the docker container and cuda 12.2, when I run this instruction, it errors.\n"
+    assert kinds(paste)["container-context"]["where"] == "line 1"
+    assert triage(paste)[0] == 3
+    assert "container-context" not in kinds("I keep my notes in a container of docs")
+
+
+SCRIPT = """```
+import torch
+x = torch.randn(500, dtype=torch.float16)
+gpu = torch.cumsum(x.cuda(), dim=0).cpu()
+print(f"GPU error vs reference: {float(gpu.sum()):.4e}")
+```
+{output}
+"""
+
+
+def test_a_script_that_calls_cuda_and_its_printed_output_show_the_gpu_ran() -> None:
+    """The printed line comes after .cuda() in the script: the program got past it, so CUDA works (exit 0)."""
+    paste = SCRIPT.replace("{output}", "GPU error vs reference: 5.5936e+00")
+    assert kinds(paste)["gpu-ran"]["why"] == "line 5: the script printed it after moving work to CUDA"
+    assert triage(paste)[0] == 0 and codes(paste)["CD914"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        SCRIPT.replace("{output}", ""),  # the script alone: it may never have run
+        SCRIPT.replace("x.cuda()", "x.to(dev)").replace("{output}", "GPU error vs reference: 5.5936e+00"),
+        "dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        + SCRIPT.replace("{output}", "GPU error vs reference: 1"),
+    ],
+)
+def test_no_run_from_a_script_without_its_output_or_with_a_cpu_fallback(paste: str) -> None:
+    assert "gpu-ran" not in kinds(paste)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "value"),
+    [
+        ("我的torch版本是1.8.0，显卡是3090", "torch_version", "1.8.0"),
+        ("pytorch 버전은 1.13.1입니다", "torch_version", "1.13.1"),
+        ("torch版本：2.1.0+cu118", "torch_cuda", "11.8"),
+        ("驱动版本是470.57.02", "driver_version", "470.57.02"),
+        ("드라이버 버전은 535.104.05입니다", "driver_version", "535.104.05"),
+    ],
+)
+def test_versions_in_chinese_and_korean_sentences(line: str, key: str, value: str) -> None:
+    """A Chinese or Korean word may touch the name or the number: the edges are ASCII word edges."""
+    assert parsed(line).values[key] == value
+    assert triage(line)[0] != 2
+
+
+@pytest.mark.parametrize("line", ["torchvision版本是0.9.0", "libtorch 1.8.0", "驱动程序更新了3次"])
+def test_no_torch_or_driver_version_from_another_name(line: str) -> None:
+    values = parsed(line).values
+    assert "torch_version" not in values and "driver_version" not in values
+
+
+def test_pip_install_torch_from_pypi_on_windows_is_the_cpu_only_build() -> None:
+    """PyPI's Windows torch wheels have no CUDA: triage says so (CD216) with the line it read."""
+    paste = "Windows 11, RTX 3060.\npip install torch torchvision\ntorch.cuda.is_available() returns False\n"
+    p = parsed(paste)
+    assert p.values["torch_cuda_built"] is False and p.where["torch_cuda_built"] == "line 2"
+    code, out = triage(paste)
+    assert code == 3 and codes(paste)["CD216"] == "info" and "pypi-windows" in out
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Ubuntu 22.04\npip install torch\n",  # Linux: PyPI's torch is a CUDA build
+        "Windows 11\npip install torch --index-url https://download.pytorch.org/whl/cu121\n",
+        "Windows 11, inside WSL Ubuntu:\npip install torch\n",
+        "Windows 10\npip install torchvision\n",
+    ],
+)
+def test_no_cpu_build_from_pip_off_windows_or_from_another_index(paste: str) -> None:
+    assert "torch_cuda_built" not in parsed(paste).values or parsed(paste).values["torch_cuda_built"] is True

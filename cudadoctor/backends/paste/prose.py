@@ -30,14 +30,17 @@ _GPU = re.compile(
 _GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro")
 
 _TORCH_VERSION = re.compile(
-    r"(?:\btorch|\bpytorch|\(you have)(?:\s*(?:version|版本))?\s*(?:\*\*)?\s*[:=-]*\s*(?:==)?\s*v?"
-    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)\b",
+    # ASCII word edges: a Chinese or Korean word may touch the name or the number ("我的torch版本是1.8.0")
+    r"(?:(?<![A-Za-z0-9_])(?:torch|pytorch)|\(you have)(?:\s*(?:version|版本|버전))?\s*(?:\*\*)?"
+    r"\s*(?:是|为|為|은|는|：)?\s*[:=-]*\s*(?:==)?\s*v?"
+    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)(?![0-9A-Za-z_])",
     re.I,
 )
 _WHEEL_TAG = re.compile(r"(?<![\w.])(?P<v>\d\.\d{1,2}\.\d{1,2}(?:\.dev\d+)?\+(?:cu\d{2,3}|cpu))(?![\w.])")
 _DRIVER = re.compile(
-    r"(?:driver(?:\s+version)?|NVRM version: NVIDIA UNIX \S+ Kernel Module|驱动(?:版本)?)\s*[:：=]?\s*(?:is\s+)?"
-    r"(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)\b",
+    r"(?:driver(?:\s+version)?|NVRM version: NVIDIA UNIX \S+ Kernel Module|驱动(?:版本)?|드라이버(?:\s*버전)?)"
+    r"\s*(?:是|为|為|은|는)?\s*[:：=]?\s*(?:is\s+)?"
+    r"(?P<v>\d{3}\.\d{2,3}(?:\.\d{2,3})?)(?![0-9A-Za-z_])",
     re.I,
 )
 _INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?P<variant>cu\d{2,3}|cpu|rocm[\d.]+)\b")
@@ -57,7 +60,7 @@ _LINUX_DRIVER_INSTALL = re.compile(
     r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)"
 )
 _CONTAINER_CONTEXT = re.compile(
-    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose)\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
+    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose|container|image)s?\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
     r"|\bsingularity\s+(?:exec|run|shell|build)\b|\bapptainer\b|\bpodman\s+run\b"
 )
 _IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
@@ -77,6 +80,45 @@ _DEVICE_CUDA = re.compile(r"device\)?\s*(?:为|is|=|:|->)\s*['\"`]?cuda\b", re.I
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
+# "only GPU 1 is used", "only one gpu is utilized", "只使用了一张卡": of several GPUs one works, so CUDA runs
+_ONE_GPU_USED = re.compile(
+    r"\bonly\s+(?:one\s+|1\s+|the\s+first\s+)?gpus?\s*[:#]?\s*\d*\s+(?:is|was|gets|got|are|were)\s+"
+    r"(?:being\s+)?(?:used|utili[sz]ed|busy|working|running)\b"
+    r"|\bonly\s+(?:uses|used|utili[sz]es)\s+(?:one\s+|1\s+|the\s+first\s+)?gpu\b"
+    r"|只(?:使)?用了?(?:一|1)(?:张|块|个)(?:GPU|卡|显卡)",
+    re.I,
+)
+# a person reporting torch's verdict on their GPU: "my GPU doesn't support the latest compute capabilities",
+# "the card is not supported anymore (cuda capability 6.1)"
+_GPU_UNSUPPORTED = re.compile(
+    r"\b(?:gpu|card|graphics)\b[^.]{0,40}?\b(?:doesn'?t|does not|isn'?t|is not|no longer|not)\s+"
+    r"(?:support(?:ed|s)?|compatible)\b[^.]{0,50}?\b(?:compute|cuda)\s+capabilit"
+    r"|\b(?:compute|cuda)\s+capabilit\w*[^.]{0,30}?\b(?:is\s+)?(?:not|no longer)\s+supported",
+    re.I,
+)
+# torch's "Expected all tensors to be on the same device" as people tell it: "一部分程序运行在CPU上，一部分程序运行在
+# GPU上", "some tensors are on the CPU and others on the GPU"
+_PART = r"(?:一部分|部分|有的|另一部分|其余)[^，,。；;]{0,15}?(?:在|运行在)\s*"
+_SOME = r"\b(?:some|part|others?|the rest)\b[^.]{0,40}?\bon (?:the )?"
+
+
+def _split(a: str, b: str) -> str:
+    return f"{_PART}{a}\\s*上[^。]{{0,4}}?{_PART}{b}\\s*上|{_SOME}{a}\\b[^.]{{0,20}}?{_SOME}{b}\\b"
+
+
+_DEVICES_SPLIT = re.compile(_split("cpu", "(?:gpu|cuda)") + "|" + _split("(?:gpu|cuda)", "cpu"), re.I)
+# a device-side assert's usual cause, as people name it: "标签超出范围", "labels out of range"
+_LABELS_OUT = re.compile(
+    r"标签(?:值)?(?:超出|越界|超过)(?:了)?(?:类别)?(?:范围)?|\blabels?\b[^.]{0,20}?\bout of (?:range|bounds)\b", re.I
+)
+# out of memory as people tell it: the error comes with a batch size and goes with a smaller one ("reduce the
+# batch size", "batch size를 256으로 하니 … 128로 줄이니 … 발생되지 않습니다", "把batch_size调小")
+_BATCH = r"batch[\s_-]?size"
+_SMALLER_BATCH = re.compile(
+    rf"\b(?:reduc\w*|lower\w*|decreas\w*|smaller)\s+(?:the\s+|my\s+)?{_BATCH}"
+    rf"|{_BATCH}\S*[^.\n]{{0,40}}?(?:줄이|줄였|调小|减小|减少|降低|改小)|(?:调小|减小|减少|降低|改小)(?:了)?\s*{_BATCH}",
+    re.I,
+)
 _IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
 
 
@@ -209,6 +251,24 @@ def _device_cuda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: the program's device is cuda"}))
 
 
+def _split_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    # the sentence itself, not its line: it becomes the finding's title
+    p.hits.append(Hit("device-mismatch", short(m.group(0)), {"where": w}))
+    p.hits.append(Hit("gpu-ran", short(m.group(0), 120), {"why": f"{w}: part of the program ran on the GPU"}))
+
+
+def _labels_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("labels-out-of-range", short(m.group(0)), {"where": w}))
+
+
+def _smaller_batch_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("out-of-memory", short(m.group(0)), {"where": w}))
+
+
+def _one_gpu_used_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"{w}: a GPU is in use"}))
+
+
 _Handler = Callable[[Partial, str, str, re.Match[str]], None]
 _ALWAYS = re.compile("")
 # (words of which one must be in the lower-cased line, pattern, handler): the words are a cheap test,
@@ -223,7 +283,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("hang", "hung", "stuck", "freez", "frozen", "deadlock"), _HANG, _hit("hang")),
     (("nproc",), _NPROC, _hit("nproc-per-node", n=1)),
     (("device",), _DEVICE_CUDA, _device_cuda_line),
-    (("driver", "驱动", "nvrm"), _DRIVER, _driver_line),
+    (("driver", "驱动", "드라이버", "nvrm"), _DRIVER, _driver_line),
     (("download.pytorch.org",), _INDEX, _index_line),
     (("conda", "cpu", "pytorch "), _ALWAYS, _conda_line),
     (("is_available",), _AVAILABLE, _available_line),
@@ -241,6 +301,11 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("docker", "podman"), _DOCKER_RUN, _docker_run_line),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器"), _IN_CONTAINER, _in_container_line),
+    (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),
+    (("capabilit",), _GPU_UNSUPPORTED, _hit("says-gpu-unsupported")),
+    (("cpu",), _DEVICES_SPLIT, _split_line),
+    (("标签", "label"), _LABELS_OUT, _labels_line),
+    (("batch",), _SMALLER_BATCH, _smaller_batch_line),
 ]
 
 
@@ -269,6 +334,10 @@ def parse(all_lines: list[str]) -> Partial:
         if not p.torch_gpus and _GPU_CONTEXT.search(lower):
             _gpu(p, line, w or where(n, line))
     _bare_driver(p, all_lines)
+    _memory_table(p, all_lines)
+    _too_old(p)
+    _script_output(p, all_lines)
+    _windows_pypi(p, all_lines)
     _wsl(p, all_lines)
     p.hits = _capped(p.hits)
     return p
@@ -285,11 +354,105 @@ def _bare_driver(p: Partial, all_lines: list[str]) -> None:
     previous = ""
     for n, line in enumerate(all_lines):
         m = _BARE_VERSION.match(line)
-        if m and re.search(r"driver|驱动", previous, re.I):
+        if m and re.search(r"driver|驱动|드라이버", previous, re.I):
             p.set("driver_version", m.group("v"), where(n, line))
             return
         if line.strip():
             previous = line
+
+
+# a Markdown table of runs with a GPU-memory column: "| 训练时间 | 显存占用 |" then "| 13m27s | 2300MiB |"
+# the column names memory a run used, not a card's capacity ("VRAM", "显存大小")
+_MEMORY_HEADER = re.compile(
+    r"显存(?:占用|使用|消耗)|(?:vram|gpu\s*mem(?:ory)?)\s*(?:usage|used|use|peak|consumption)"
+    r"|peak\s+(?:vram|gpu\s*mem)|(?:gpu|그래픽)\s*메모리\s*사용",
+    re.I,
+)
+_MEMORY_CELL = re.compile(r"^\s*(?:\d+(?:\.\d+)?)\s*(?:[KMG]i?B)\s*$", re.I)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _memory_table(p: Partial, all_lines: list[str]) -> None:
+    """A table of runs whose GPU-memory column holds a size: each such row is a run that held that much
+    GPU memory, so CUDA ran. Only a header cell names GPU memory; a size elsewhere says nothing."""
+    column = None
+    for n, line in enumerate(all_lines):
+        if line.count("|") < 2:
+            column = None
+            continue
+        cells = _cells(line)
+        if column is None:
+            column = next((i for i, c in enumerate(cells) if _MEMORY_HEADER.search(c)), None)
+            continue
+        cell = cells[column] if column < len(cells) else ""
+        if _MEMORY_CELL.match(cell) and re.search(r"[1-9]", cell):
+            why = f"{where(n, line)}: a run held {cell} of GPU memory"
+            p.hits.append(Hit("gpu-ran", short(line, 120), {"why": why}))
+            return
+
+
+def _too_old(p: Partial) -> None:
+    """ "My GPU is not supported (compute capability)" about a GPU the post names, older than every
+    kernel of a current build: torch's verdict that the GPU is too old for the build installed, as the
+    person reports it. A GPU newer than the builds is a different problem and reads as nothing here."""
+    from cudadoctor.knowledge import wheels
+
+    said = next((h for h in p.hits if h.kind == "says-gpu-unsupported"), None)
+    gpu = p.torch_gpus[0] if p.torch_gpus else None
+    if said is None or gpu is None or gpu.capability is None:
+        return
+    cc = tuple(int(x) for x in gpu.capability.split("."))
+    for v in wheels.variants(wheels.newest_release()):
+        sms = [(int(f[3:-1]), int(f[-1])) for f in v.arch_flags if re.fullmatch(r"sm_\d{2,3}", f)]
+        if sms and wheels.coverage(v.arch_flags, gpu.capability) == "none" and cc < min(sms):
+            p.hits.append(Hit("gpu-too-old", said.text, {"gpu": gpu.name, "cc": gpu.capability, **said.detail}))
+            return
+
+
+# a script that moves work to the GPU unconditionally, then prints: its printed lines in the post show it ran
+_CUDA_CALL = re.compile(r"\.cuda\(\s*\d*\s*\)|\.to\(\s*['\"]cuda(?::\d+)?['\"]|device\s*=\s*['\"]cuda(?::\d+)?['\"]")
+_PRINT = re.compile(r"\bprint\(\s*f?['\"](?P<text>[^'\"{}\\]{12,})")
+
+
+def _script_output(p: Partial, all_lines: list[str]) -> None:
+    """The post's script calls .cuda() (no CPU fallback: no is_available() in it), and a line the script
+    prints after that call is in the post as output: the program got past the call, so CUDA ran."""
+    if any(h.kind == "gpu-ran" for h in p.hits) or any("is_available" in line for line in all_lines):
+        return
+    first = next((n for n, line in enumerate(all_lines) if _CUDA_CALL.search(line)), None)
+    if first is None:
+        return
+    printed = {m.group("text").strip() for line in all_lines[first:] for m in [_PRINT.search(line)] if m}
+    for n, line in enumerate(all_lines):
+        said = line.strip()
+        if "print(" not in line and any(said.startswith(t) for t in printed if len(t) >= 12):
+            why = f"{where(n, line)}: the script printed it after moving work to CUDA"
+            p.hits.append(Hit("gpu-ran", short(line, 120), {"why": why}))
+            return
+
+
+_WINDOWS = re.compile(r"\bWindows\s*(?:10|11|Server)\b|\bwin\s?(?:10|11)\b|Microsoft Windows \[", re.I)
+_PIP_TORCH = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^#\n]*(?<![\w-])torch(?:==[\d.]+)?(?![\w.+-])")
+_ELSEWHERE = re.compile(r"download\.pytorch\.org|index-url|\s-f\s|\+cu\d|\.whl\b|\bWSL\b|conda\s+install", re.I)
+
+
+def _windows_pypi(p: Partial, all_lines: list[str]) -> None:
+    """`pip install torch` from PyPI on Windows installs the CPU-only build (PyPI's Windows wheels have no
+    CUDA). Only where the post names Windows and no line installs from anywhere else or under WSL."""
+    if "torch_cuda_built" in p.values or not any(_WINDOWS.search(line) for line in all_lines):
+        return
+    if any(_ELSEWHERE.search(line) for line in all_lines):
+        return
+    for n, line in enumerate(all_lines):
+        if _PIP_TORCH.search(line):
+            w = where(n, line)
+            p.set("torch_cuda_built", False, w)
+            p.set("torch_installed", True, w)
+            p.hits.append(Hit("pypi-windows", short(line, 160), {"where": w}))
+            return
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:
