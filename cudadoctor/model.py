@@ -8,6 +8,8 @@ import enum
 import re
 from dataclasses import dataclass, field
 
+from cudadoctor.exitcodes import EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEMS
+
 
 class Severity(str, enum.Enum):
     ERROR = "error"
@@ -166,3 +168,39 @@ class Source:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """ "1 GPU", "2 GPUs", "1 process", "3 processes"."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+# The one status of a report, decided in one place (report.build), and by fleet for each node's findings
+class Status(str, enum.Enum):
+    HEALTHY = "healthy"
+    WARNINGS = "warnings"
+    PROBLEMS = "problems"
+    INCOMPLETE = "incomplete"
+
+    @property
+    def exit_code(self) -> int:
+        return {"healthy": EXIT_OK, "warnings": EXIT_OK, "problems": EXIT_PROBLEMS, "incomplete": EXIT_INCOMPLETE}[
+            self.value
+        ]
+
+    @property
+    def severity(self) -> Severity:
+        """How a renderer colours the verdict."""
+        return {
+            "healthy": Severity.OK,
+            "warnings": Severity.WARNING,
+            "problems": Severity.ERROR,
+            "incomplete": Severity.WARNING,
+        }[self.value]
+
+
+def decide(findings: list[Finding], outcomes: list[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> Status:
+    """The one place a report's status is decided. A failed probe makes any report INCOMPLETE: it
+    cannot call a machine healthy, and a half-seen machine's errors may have another cause."""
+    if any(o.failed for o in outcomes):
+        return Status.INCOMPLETE
+    if any(f.severity.rank >= max(fail_on.rank, Severity.WARNING.rank) for f in findings):
+        return Status.PROBLEMS
+    if any(f.severity is Severity.WARNING for f in findings):
+        return Status.WARNINGS
+    return Status.HEALTHY

@@ -5,7 +5,6 @@ pytest plugin all read `Report.status`; nothing else re-derives it."""
 from __future__ import annotations
 
 import datetime as dt
-import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,9 @@ from cudadoctor.model import (  # noqa: F401  (re-exported until every import ta
     ProbeOutcome,
     Severity,
     Source,
+    Status,
     Table,
+    decide,
     language,
     plural,
 )
@@ -44,29 +45,6 @@ from cudadoctor.exitcodes import (  # noqa: F401  (re-exported: report.EXIT_* is
 SCHEMA_VERSION = 2
 
 
-class Status(str, enum.Enum):
-    HEALTHY = "healthy"
-    WARNINGS = "warnings"
-    PROBLEMS = "problems"
-    INCOMPLETE = "incomplete"
-
-    @property
-    def exit_code(self) -> int:
-        return {"healthy": EXIT_OK, "warnings": EXIT_OK, "problems": EXIT_PROBLEMS, "incomplete": EXIT_INCOMPLETE}[
-            self.value
-        ]
-
-    @property
-    def severity(self) -> Severity:
-        """How a renderer colours the verdict."""
-        return {
-            "healthy": Severity.OK,
-            "warnings": Severity.WARNING,
-            "problems": Severity.ERROR,
-            "incomplete": Severity.WARNING,
-        }[self.value]
-
-
 @dataclass
 class Report:
     command: str
@@ -84,18 +62,6 @@ class Report:
     tool: str = "cudadoctor"
     version: str = __version__
     created: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-
-
-def decide(findings: list[Finding], outcomes: list[ProbeOutcome], fail_on: Severity = Severity.ERROR) -> Status:
-    """The one place a report's status is decided. A failed probe makes any report INCOMPLETE: it
-    cannot call a machine healthy, and a half-seen machine's errors may have another cause."""
-    if any(o.failed for o in outcomes):
-        return Status.INCOMPLETE
-    if any(f.severity.rank >= max(fail_on.rank, Severity.WARNING.rank) for f in findings):
-        return Status.PROBLEMS
-    if any(f.severity is Severity.WARNING for f in findings):
-        return Status.WARNINGS
-    return Status.HEALTHY
 
 
 def describe_scope(outcomes: list[ProbeOutcome], expected: list[str]) -> str | None:

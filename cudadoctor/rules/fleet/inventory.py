@@ -9,8 +9,7 @@ from typing import Any
 
 from cudadoctor.facts.fleet import FleetFacts, NodeFacts
 from cudadoctor.knowledge.versions import cuda_int_to_str
-from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
-from cudadoctor.report import decide
+from cudadoctor.model import Finding, Fix, Severity, Table, decide, msg, msg_n
 from cudadoctor.rules import health
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.fleet.labels import S, joined, nodes_text
