@@ -67,7 +67,8 @@ def render(data: dict) -> str:
             for table in f.get("tables") or []:
                 lines += ["", *_table(table), ""]
             if f["severity"] != "ok" and f["why"]:
-                lines.append(f"  - {f['why']}")
+                # a page followed by this machine's facts on a line of their own stays in its list item
+                lines.append("  - " + "\n    ".join(f["why"].splitlines()))
             for rem in f["fix"]:
                 lang = rem.get("lang") or language(rem["commands"])  # a report saved before fixes said
                 lines.append("  - " + fix_heading(rem["when"], lang, bool(rem.get("commands"))))

@@ -647,3 +647,17 @@ def test_a_fix_without_commands_has_no_empty_block_in_markdown():
     ).stdout.decode()
     assert "run every check to see it." in out
     assert not re.search(r"```\w*\n\s*```", out)
+
+
+def test_torch_s_own_not_compatible_verdict_is_one_finding(run_cli):
+    """A real post (Hellod035/LeggedLab#26): torch's "sm_120 is not compatible" warning and the rules'
+    finding on the arch list it prints are one problem, said once: no second CD205 with another fix."""
+    post = ROOT / "tests" / "triage_corpus" / "real" / "leggedlab_26_sm120_zh.txt"
+    r = run_cli("triage", "--json", str(post))
+    cd205 = [f for f in r.json["findings"] if f["code"] == "CD205"]
+    assert len(cd205) == 1 and "has no kernels for NVIDIA GeForce RTX 5090" in cd205[0]["title"]
+    assert "torch 2.15 builds with kernels for it: cu130, cu132" in " ".join(cd205[0]["why"].split())
+    md = run_cli("--lang", "zh_CN", "triage", "--format", "markdown", str(post)).stdout
+    # a page and this machine's facts on lines of their own stay inside their list item
+    inside = md.split("**CD205**", 1)[1].split("###", 1)[0]
+    assert all(ln.startswith(("  ", "|")) or not ln.strip() for ln in inside.splitlines()[1:]), inside

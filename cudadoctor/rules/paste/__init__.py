@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
-from cudadoctor.model import Finding, Severity, Table, msg
+from cudadoctor.model import Finding, Message, Severity, Table, msg
 from cudadoctor.rules.paste.builds import (
     arch_beyond_cuda,
     conda_cpu,
@@ -163,6 +163,10 @@ def _read(f: Facts) -> Finding:
     return READ.finding(title=title, tables=[Table(["Fact", "Value", "Where"], rows)] if rows else [])
 
 
+def _template(text: str) -> str:
+    return text.template if isinstance(text, Message) else text
+
+
 def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
     """What the paste's own texts settle against the tables: torch's "not compatible" warning is its
     verdict on a GPU, so the tables' "runs only through PTX JIT" (CD217) for it goes."""
@@ -171,6 +175,12 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         return findings
     if any(h.kind == "arch-not-in-build" for h in p.hits):
         findings = [x for x in findings if x.code != "CD217"]
+        # torch's own "not compatible" verdict (builds.torch_says_no_kernels) and the rules' finding on the
+        # arch list it printed are one problem, said once: the rules' names the releases that have kernels
+        # and guesses no install the paste cannot support
+        said = [x for x in findings if x.code == "CD205" and _template(x.title).startswith("torch says ")]
+        if said and len(said) < sum(x.code == "CD205" for x in findings):
+            findings = [x for x in findings if not any(x is s for s in said)]
     # "torch uses 1 GPU" (CD200, from is_available) is no verdict where the paste shows the build has no
     # kernels for that GPU, or none at all
     broken = {"CD202", "CD205", "CD206", "CD215"}
