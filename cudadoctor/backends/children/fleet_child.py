@@ -194,7 +194,12 @@ class Fleet:
         if self.test.get("exit", {}).get(str(self.rank)) == step:
             hard_exit(17)  # tests: a rank that dies before this step
         if self.test.get("hang", {}).get(str(self.rank)) == step:
-            time.sleep(3600)  # tests: a rank that never arrives at this step
+            # tests: a rank that never arrives at this step. Its own watchdog ends it later than rank 0's
+            # bound on the step, however late a loaded machine lets rank 0 reach it: otherwise this rank's
+            # exit, not the bound, ends the collective, and the test would see a failed rank, not a hang
+            if self.watchdog is not None:
+                self.watchdog.arm(step, self.timeout * ops * 4 + 30)
+            time.sleep(3600)
         self.result["at"] = step
         self.put("at", self.rank, value=step)
         if self.test.get("block", {}).get(str(self.rank)) == step:
