@@ -50,14 +50,14 @@ def driver_too_old(f: Facts, h: PasteHit) -> Finding:
 
 
 def gpu_too_old(f: Facts, h: PasteHit) -> Finding:
-    cc, name = h.detail.get("cc"), h.detail.get("gpu") or "the GPU"
+    cc, name = h.detail.get("cc"), h.detail.get("gpu") or msg("the GPU")
     covering = [
         (r, v.name)
         for r in wheels.releases_newest_first()
         for v in wheels.variants(r)
         if wheels.coverage(v.arch_flags, cc) == "sm"
     ]
-    label = f"{name} (compute capability {cc}, {arch_name(cc)})"  # names and numbers: shown verbatim
+    label = msg("{gpu} (compute capability {cc}, {arch})", gpu=name, cc=cc, arch=arch_name(cc))  # as torch_build
     if covering:
         release, variant = covering[0]
         fixes = [
@@ -279,7 +279,7 @@ def torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
     verdict on its build: it outranks an estimate from the tables (a PTX JIT that torch itself rejects)."""
     from cudadoctor.rules.torch_build import ARCH_UNSUPPORTED
 
-    gpu, cc = h.detail.get("gpu") or "the GPU", h.detail.get("cc", "?")
+    gpu, cc = h.detail.get("gpu") or msg("the GPU"), h.detail.get("cc", "?")
     return ARCH_UNSUPPORTED.finding(
         title=msg(
             "torch says {gpu} (sm_{sm}) is not compatible with this build: it has no kernels for it",
