@@ -69,6 +69,15 @@ def sparkline(
     return "".join(out)
 
 
+PCIE_SCALE_FLOOR = 1e9  # bytes/s
+
+
+def _gbps(rate: float) -> str:
+    """GB/s with the digits that say something: "12.3", "0.04", "< 0.01" (never a "0.0" beside a drawn bar)."""
+    gbps = rate / 1e9
+    return f"{gbps:.1f}" if gbps >= 1 else f"{gbps:.2f}" if gbps >= 0.01 else "< 0.01"
+
+
 def _row(label: str, spark: str, tail: str) -> str:
     # by display width: a Chinese label is twice as wide as it has characters
     return f"  {pad(_clip(label, LABEL - 1), LABEL)}{spark:<{SPARK}} {tail}".rstrip()
@@ -155,8 +164,10 @@ def timeline_lines(tl: Timeline, unicode: bool = True) -> list[str]:
         )
         if any(p for p in pcie):
             peak = max(p for p in pcie if p is not None)
-            tail = _("peak {gbps} GB/s").format(gbps=f"{peak / 1e9:.1f}")
-            lines.append(_row(_("GPU {index} PCIe").format(index=i), sparkline(pcie, unicode=unicode), tail))
+            tail = _("peak {gbps} GB/s").format(gbps=_gbps(peak))
+            # scaled to at least 1 GB/s: a trickle of a few MB/s draws as the trickle it is, not as full bars
+            spark = sparkline(pcie, max(peak, PCIE_SCALE_FLOOR), unicode=unicode)
+            lines.append(_row(_("GPU {index} PCIe").format(index=i), spark, tail))
     procs: dict[int, str] = {}
     for s in samples:
         for p in s.procs:

@@ -154,8 +154,8 @@ def _rebuild_fix(f: Facts, e: ExtensionFacts, p: ExtensionPackage) -> list[Fix]:
 
 def _wheel_advice(p: ExtensionPackage, cc: str) -> str:
     return msg(
-        "Or install a {package} wheel built for compute capability {cc} and this torch, from the project's "
-        "release page or index.",
+        "A {package} wheel built for compute capability {cc} and this torch, from the project's release page "
+        "or index, fixes it too, without a build.",
         package=p.name,
         cc=cc,
     )
@@ -297,8 +297,8 @@ def _cuda_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
         lib, major = other
         commands = rebuild_commands(f, e, p)
         why = msg(
-            "{page} {path} links libcudart.so.{major}. Or install a {package} wheel built for CUDA {cuda} and this "
-            "torch, from the project's release page or index.",
+            "{page} {path} links libcudart.so.{major}. A {package} wheel built for CUDA {cuda} and this torch, "
+            "from the project's release page or index, fixes it too, without a build.",
             page=msg(OTHER_CUDA.explanation),
             path=lib.path,
             major=major,

@@ -41,8 +41,10 @@ def _describe(f: Facts) -> Message | None:
     t = f.toolkit
     assert t is not None
     parts = []
-    if t.nvcc_path:
+    if t.nvcc_path and ("/" in t.nvcc_path or "\\" in t.nvcc_path):
         parts.append(msg("nvcc {version} at {path}", version=t.nvcc_version or "?", path=t.nvcc_path))
+    elif t.nvcc_path:  # a paste's `nvcc -V` says the version, not where nvcc is
+        parts.append(msg("nvcc {version}", version=t.nvcc_version or "?"))
     for inst in t.installs:
         parts.append(msg("CUDA {version} at {path}", version=inst.version or "?", path=inst.path))
     if t.cuda_home:

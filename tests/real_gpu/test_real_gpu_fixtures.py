@@ -1,7 +1,8 @@
-"""What a real H100 said (issue 19), kept as fixtures, against what the fakes say.
+"""What a real H100 (issue 19) and a real H200 (issue 30) said, kept as fixtures, against what the fakes say.
 
 tests/fixtures/real_h100_nvml.json is `python tests/fakenvml/dump_real.py` on a lent H100 (driver 580.159.04,
-nvidia-ml-py, torch 2.11.0+cu130); real_h100_gpus.json is `cudadoctor gpus --json` there. The fake NVML,
+nvidia-ml-py, torch 2.11.0+cu130); real_h100_gpus.json is `cudadoctor gpus --json` there; the H200's are
+tests/fixtures/real_h200/nvml.json and gpus.json (its README). The fake NVML,
 given that GPU's values, must answer every call the doctor makes as the real library did (values, NVML
 error codes, string formats), and `gpus` must print the same.
 """
@@ -18,8 +19,6 @@ import pytest
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
-REAL_NVML = json.loads((FIXTURES / "real_h100_nvml.json").read_text())
-REAL_GPUS = json.loads((FIXTURES / "real_h100_gpus.json").read_text())
 
 # The H100 as the fake's machine file describes it; volatile readings (temperature, PCIe traffic, power,
 # clock event reasons) are set to what `gpus --json` read there.
@@ -30,6 +29,17 @@ device name="NVIDIA H100 80GB HBM3" uuid=GPU-649c7097-44b5-2662-57eb-4b4d5e7fa8b
 total=85520809984 used=503316480 util=0 temp=46 gen=5/5 width=16/16 mig=0 ecc=0/0 remapped=0/0 persistence=1 \
 compute_mode=0 unsupported=retired power=74389 clocks_event=0x0
 """
+H200_AS_SEEN = """driver 580.159.04
+cuda 13000
+nvml_version 13.580.159.04
+device name="NVIDIA H200" uuid=GPU-7b801666-4b13-d5f7-6daf-90a0e379070a bus=00000000:00:06.0 cc=9.0 \
+total=150754820096 used=644939776 util=0 temp=44 gen=5/5 width=16/16 mig=0 ecc=0/0 remapped=0/0 persistence=1 \
+compute_mode=0 unsupported=retired power=80255 clocks_event=0x0
+"""
+REAL = {
+    "H100": (H100_AS_SEEN, FIXTURES / "real_h100_nvml.json", FIXTURES / "real_h100_gpus.json"),
+    "H200": (H200_AS_SEEN, FIXTURES / "real_h200" / "nvml.json", FIXTURES / "real_h200" / "gpus.json"),
+}
 
 # Calls whose answers are readings of the moment (or that the doctor never makes): not compared.
 VOLATILE = {
@@ -46,10 +56,17 @@ VOLATILE = {
 }
 
 
+@pytest.fixture(params=list(REAL))
+def real(request):
+    """(name, the real NVML dump, the real `gpus --json`) of each GPU a session ran on."""
+    _, nvml, gpus = REAL[request.param]
+    return request.param, json.loads(nvml.read_text()), json.loads(gpus.read_text())
+
+
 @pytest.fixture
-def fake_env(fake_libs, tmp_path):
+def fake_env(fake_libs, tmp_path, real):
     machine = tmp_path / "machine.txt"
-    machine.write_text(H100_AS_SEEN)
+    machine.write_text(REAL[real[0]][0])
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_VISIBLE")}
     env.update(
         FAKE_NVML_MACHINE=str(machine),
@@ -59,30 +76,32 @@ def fake_env(fake_libs, tmp_path):
     return env
 
 
-def test_the_fake_answers_every_call_as_the_real_h100(fake_env):
+def test_the_fake_answers_every_call_as_the_real_gpu(fake_env, real):
+    _, real_nvml, _ = real
     out = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "fakenvml" / "dump_real.py")],
         capture_output=True, text=True, env=fake_env, timeout=60,
     )  # fmt: skip
     fake = json.loads(out.stdout)
-    real_dev, fake_dev = REAL_NVML["nvml"]["devices"][0], fake["nvml"]["devices"][0]
+    real_dev, fake_dev = real_nvml["nvml"]["devices"][0], fake["nvml"]["devices"][0]
     differ = {k: (v, fake_dev.get(k)) for k, v in real_dev.items() if k not in VOLATILE and fake_dev.get(k) != v}
     assert not differ
-    system = {k: v for k, v in REAL_NVML["nvml"].items() if k not in ("devices", "nvidia_ml_py")}
+    system = {k: v for k, v in real_nvml["nvml"].items() if k not in ("devices", "nvidia_ml_py")}
     assert {k: fake["nvml"].get(k) for k in system} == system
     # libcuda: version before cuInit, NOT_INITIALIZED for the count before it, the error names
-    real_cuda = {k: v for k, v in REAL_NVML["libcuda"].items() if k != "cuDeviceGetUuid(0)"}
+    real_cuda = {k: v for k, v in real_nvml["libcuda"].items() if k != "cuDeviceGetUuid(0)"}
     assert {k: fake["libcuda"].get(k) for k in real_cuda} == real_cuda
 
 
-def test_gpus_on_the_fake_h100_prints_what_the_real_one_did(fake_env):
+def test_gpus_on_the_fake_gpu_prints_what_the_real_one_did(fake_env, real):
+    _, _, real_gpus = real
     out = subprocess.run(
         [sys.executable, "-m", "cudadoctor", "gpus", "--json"], capture_output=True, text=True, env=fake_env, timeout=60
     )
     fake = json.loads(out.stdout)
     # fields added after the real run (issue 24), as a healthy GPU fills them: no failed query, no failure
-    real = {k: v for k, v in REAL_GPUS.items() if k != "created"} | {"query_errors": {}}
-    real["gpus"] = [g | {"failure": None} for g in REAL_GPUS["gpus"]]
+    real = {k: v for k, v in real_gpus.items() if k != "created"} | {"query_errors": {}}
+    real["gpus"] = [g | {"failure": None} for g in real_gpus["gpus"]]
     assert {k: v for k, v in fake.items() if k != "created"} == real
 
 

@@ -74,7 +74,8 @@ _CAPABILITY = re.compile(
     r"(?:cuda|compute) capability\s*(?:is|of|:|=>|=|->)?\s*(\d{1,2}\.\d)\b|\|\s*(\d\.\d)\s*$", re.I
 )
 _P2P_DISABLE = re.compile(r"NCCL_P2P_DISABLE\s*=\s*1")
-_HANG = re.compile(r"\b(?:hang|hangs|hung|stuck|freeze|freezes|frozen|deadlock)", re.I)
+# "<frozen runpy>" is where Python names a frozen module, not a frozen program
+_HANG = re.compile(r"(?<!<)\b(?:hang|hangs|hung|stuck|freeze|freezes|frozen|deadlock)", re.I)
 _NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)")
 _DEVICE_CUDA = re.compile(r"device\)?\s*(?:为|is|=|:|->)\s*['\"`]?cuda\b", re.I)
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")

@@ -148,8 +148,8 @@ def _waiting(tl: Timeline, index: int, mean: float, idle: float, cpu: CpuSide) -
     return [
         WAITING.finding(
             title=msg(
-                "{gpu} sat idle in {idle} % of samples (utilisation averaged {util} %) "
-                "while the main process used {cpu} of a core: the program waits",
+                "{gpu} sat idle in {idle} % of samples while the command was on it (utilisation averaged "
+                "{util} %), and the main process used {cpu} of a core meanwhile: the program waits",
                 gpu=stats.gpu_label(tl, index),
                 idle=f"{idle * 100:.0f}",
                 util=f"{mean:.0f}",
