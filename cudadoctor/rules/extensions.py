@@ -321,18 +321,52 @@ def _cuda_findings(f: Facts, e: ExtensionFacts) -> list[Finding]:
     return out
 
 
-def _seen(e: ExtensionFacts) -> Finding:
+def _arch_number(arch: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
+    return (int(digits) if digits else 0, arch)
+
+
+def _span(archs: list[str]) -> str:
+    """A long arch list as its ends (the JSON keeps every one): the row stays readable at 80 columns."""
+    archs = sorted(set(archs), key=_arch_number)
+    if not archs:
+        return "-"
+    return " ".join(archs) if len(archs) <= 2 else f"{archs[0]}…{archs[-1]}"
+
+
+def _runs(libs: list[ExtensionLibrary], cc: str) -> str:
+    """What runs on compute capability cc, for the library that fares worst: the cubin ("sm_90"), the PTX
+    the driver would JIT-compile ("compute_80"), "-" for nothing, "?" when the capability reads as none."""
+    worst: tuple[int, str] | None = None
+    for lib in libs:
+        cubins = [a for a in lib.sass if wheels.coverage([a], cc) == "sm"]
+        ptx = [a for a in lib.ptx if wheels.coverage([a], cc) == "ptx"]
+        best = max(cubins, key=_arch_number) if cubins else max(ptx, key=_arch_number) if ptx else "-"
+        rank = 2 if cubins else 1 if ptx else 0
+        if worst is None or rank < worst[0]:
+            worst = (rank, best)
+    return worst[1] if worst else "?"
+
+
+def _seen(e: ExtensionFacts, gpus: list[tuple[str, str]]) -> Finding:
+    """One row a package: its libraries' cubins and PTX, what of it runs on each GPU, whether it links torch."""
     rows = []
+    ccs = list(dict.fromkeys(cc for _, cc in gpus))
     for p in e.packages:
-        for lib in p.libraries:
-            links = {True: "yes", False: "no", None: "?"}[lib.links_torch]
-            rows.append([_package(p), lib.path, " ".join(lib.sass) or "-", " ".join(lib.ptx) or "-", links])
+        libs = [lib for lib in p.libraries if lib.sass or lib.ptx] or p.libraries
+        links = [lib.links_torch for lib in libs]
+        linked = "yes" if any(links) else "no" if all(v is False for v in links) else "?"
+        # one GPU model: what runs on it; several: each capability named
+        here = ", ".join(f"{cc}: {_runs(libs, cc)}" if len(ccs) > 1 else _runs(libs, cc) for cc in ccs) or "?"
+        sass = _span([a for lib in libs for a in lib.sass])
+        ptx = _span([a for lib in libs for a in lib.ptx])
+        rows.append([p.name, str(len(libs)), sass, ptx, here, linked])  # the versions are in the title
     if len(rows) > MAX_ROWS:
-        rows = [*rows[: MAX_ROWS - 1], ["…", f"{len(rows) - MAX_ROWS + 1} more", "", "", ""]]
+        rows = [*rows[: MAX_ROWS - 1], ["…", f"{len(rows) - MAX_ROWS + 1} more", "", "", "", ""]]
     names = ", ".join(_package(p) for p in e.packages[:6]) + (", …" if len(e.packages) > 6 else "")
     return SEEN.finding(
         title=msg("CUDA extensions: {packages}", packages=names),
-        tables=[Table(["Package", "Library", "Cubins (SASS)", "PTX", "Links torch"], rows)],
+        tables=[Table(["Package!", "Libs>", "Cubins", "PTX", "On GPU", "Links torch?"], rows)],
     )
 
 
@@ -341,4 +375,4 @@ def evaluate(f: Facts) -> list[Finding]:
     if e is None or not e.packages:
         return []
     gpus = [(name, cc) for name, cc in dict.fromkeys(gpu_capabilities(f)) if parse_cc(cc)]
-    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), *_cuda_findings(f, e), _seen(e)]
+    return [*_arch_findings(f, e, gpus), *_torch_findings(f, e), *_cuda_findings(f, e), _seen(e, gpus)]

@@ -108,6 +108,14 @@ def test_on_the_real_h200_only_the_package_without_hopper_kernels_is_flagged(tmp
     commands = [c for fx in flagged[0]["fix"] for c in fx["commands"]]
     assert any(c.startswith('TORCH_CUDA_ARCH_LIST="9.0" ') and "onlysm80==0.1" in c for c in commands)
     assert "Or install" not in flagged[0]["why"]
+    # the table of every extension, at 80 columns: each package named in full (two jax packages differ
+    # only after "jax-cuda13-p") and the kernel that runs on this GPU, or "-"
+    text = cli("check", "--from", str(saved)).stdout
+    table = text[text.index("CD243") : text.index("Visible devices")].splitlines()
+    assert all(len(line) <= 80 for line in table)
+    rows = {line.split()[0]: line.split() for line in table if line.startswith(" " * 8) and "…" not in line[:30]}
+    assert {"jax-cuda13-pjrt", "jax-cuda13-plugin", "torchvision", "cupy-cuda13x"} <= set(rows)
+    assert rows["onlysm80"][-1] == "-" and rows["torchvision"][-1] == rows["cupy-cuda13x"][-1] == "sm_90"
 
 
 @pytest.mark.parametrize("name", ["check.json", "check_full.json"])
