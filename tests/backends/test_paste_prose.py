@@ -336,3 +336,24 @@ def test_pip_install_torch_from_pypi_on_windows_is_the_cpu_only_build() -> None:
 )
 def test_no_cpu_build_from_pip_off_windows_or_from_another_index(paste: str) -> None:
     assert "torch_cuda_built" not in parsed(paste).values or parsed(paste).values["torch_cuda_built"] is True
+
+
+def test_prose_that_names_true_and_false_is_asking_about_the_false_machine() -> None:
+    """yolov10#218 (tests/triage_corpus/real): "on the T4 server is_available() was True ... on my win10
+    machine it is False": the post is about the False one, whichever line comes first."""
+    paste = (
+        "T4卡的服务器，直接按安装流程，上去就可以torch.cuda.is_available() 为True。\n"
+        "后来我本地win10机器，同样方法安装好后，torch.cuda.is_available() 就是False，不知道怎么办了。\n"
+    )
+    p = parsed(paste)
+    assert p.values["torch_available"] is False and p.where["torch_available"] == "line 2"
+    # and a post fixed in its own text says so in words: one value, read as it is
+    assert parsed("torch.cuda.is_available() returns True now, thanks\n").values["torch_available"] is True
+
+
+def test_collect_envs_runpy_warning_is_not_a_hang() -> None:
+    """`python -m torch.utils.collect_env` prints "<frozen runpy>:128: RuntimeWarning" first (a real H200's,
+    tests/fixtures/real_h200): "frozen" names where Python keeps the module."""
+    line = "<frozen runpy>:128: RuntimeWarning: 'torch.utils.collect_env' found in sys.modules after import\n"
+    assert "hang" not in kinds(line)
+    assert "hang" in kinds("training is frozen at epoch 3\n")

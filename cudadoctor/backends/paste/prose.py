@@ -209,7 +209,12 @@ def _conda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
 
 
 def _available_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
-    p.set("torch_available", m.group("v").lower() == "true", w)
+    available = m.group("v").lower() == "true"
+    if not available and p.values.get("torch_available") is True:
+        # "on the server it is True ... on my Windows PC it is False": prose that names both is asking
+        # about the False one (a post fixed in its own text says so in words, not in a second value)
+        del p.values["torch_available"]
+    p.set("torch_available", available, w)
     p.set("torch_installed", True, w)
 
 
