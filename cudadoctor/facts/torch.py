@@ -17,6 +17,16 @@ class TorchDevice:
 
 
 @dataclass
+class WheelVariant:
+    """The wheel variant (PEP 817) torch was installed as, from its `*.dist-info/variant.json`: the label
+    ("null" is the fallback a variant-enabled installer picks when no variant suits the machine) and the
+    properties ("nvidia :: cuda_version_lower_bound :: 12.8")."""
+
+    label: str | None = None
+    properties: list[str] = field(default_factory=list)
+
+
+@dataclass
 class TorchFacts:
     """torch as the target interpreter sees it, gathered in a child process."""
 
@@ -56,6 +66,7 @@ class TorchFacts:
     user_site: str | None = None  # the user site-packages when enabled
     ld_library_path: str | None = None
     torch_installer: str | None = None  # INSTALLER of torch's dist-info: pip, uv, conda, poetry
+    torch_variant: WheelVariant | None = None  # None: a regular wheel (or a report from before)
     # free-threaded Python (PEP 703): sysconfig Py_GIL_DISABLED; None: not read (a report from before)
     free_threaded: bool | None = None
     # on a free-threaded interpreter, the installed companions of knowledge/free_threaded.PACKAGES: name -> version

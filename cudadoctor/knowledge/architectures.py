@@ -32,6 +32,10 @@ ARCHITECTURES: dict[tuple[int, int], tuple[str, str]] = {
     (9, 0): ("Hopper", "H100, H200, GH200"),
     (10, 0): ("Blackwell", "B200, GB200"),
     (10, 3): ("Blackwell", "B300, GB300"),
+    # CUDA 13.4 adds the Rubin architecture, compute capability 10.7, whose instructions run sm_100 code as
+    # sm_103's do (pytorch/pytorch PR#190654; TensorRT-LLM PR#17336 maps it to the sm_100 family, 100f;
+    # clang adds sm_107/107a/107f for CUDA 13.4, llvm-project PR#211677)
+    (10, 7): ("Rubin", "Rubin"),
     (11, 0): ("Blackwell", "Jetson Thor"),
     (12, 0): ("Blackwell", "RTX 50xx, RTX PRO Blackwell"),
     (12, 1): ("Blackwell", "GB10 (DGX Spark)"),

@@ -236,6 +236,18 @@ def install_findings(f: Facts, t: TorchFacts) -> tuple[list[Finding], bool]:
     return out, False
 
 
+# PEP 817 ("Wheel Variants", wheelnext/wheelnext docs/proposals/pep817_wheel_variant_support.md, "Null
+# variant"): a variant-enabled installer picks the null variant when no variant suits the machine it runs
+# on; PyTorch's CPU-only build is its null variant (same PEP, "PyTorch CPU/GPU variants"; astral.sh/blog/
+# wheel-variants: the experimental uv picks torch's build from the machine's GPU).
+NULL_VARIANT = msg(
+    "This torch is the null variant of a variant wheel (PEP 817, WheelNext): the variant-enabled installer "
+    "picked the CPU-only build because, where it ran, its NVIDIA plug-in found no variant the machine could "
+    "use (no GPU visible, as in a `docker build`, or a driver older than every CUDA variant). The install "
+    "below names the CUDA build itself, so no plug-in chooses."
+)
+
+
 def cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
     """A torch without CUDA: wrong where NVML reports GPUs, right (CD216) where there is none."""
     if t.libraries is not None and t.libraries.jetson and not gpus_present(f):
@@ -244,10 +256,13 @@ def cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
         advice = advise(f)
         variant = advice.variant.name if advice.variant else None  # the note names the fix's index
         note = wheels.platform_note(f.system.os, f.system.machine, variant=variant) if f.system else None
+        why = msg("{page} {note}", page=msg(CPU_ONLY.explanation), note=msg(note)) if note else None
+        if t.torch_variant is not None and t.torch_variant.label == "null":
+            why = msg("{page} {note}", page=why or msg(CPU_ONLY.explanation), note=NULL_VARIANT)
         return [
             CPU_ONLY.finding(
                 title=msg("{torch} is a CPU-only build, but this machine has an NVIDIA GPU", torch=torch_name(t)),
-                why=msg("{page} {note}", page=msg(CPU_ONLY.explanation), note=msg(note)) if note else None,
+                why=why,
                 fix=advice_fix(advice, msg("Install the CUDA build for this driver")),
             )
         ]

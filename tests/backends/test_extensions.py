@@ -145,6 +145,17 @@ def test_ptx_with_an_a_or_f_suffix_is_jit_compiled_only_for_its_arch_or_family()
     assert wheels.coverage(["sm_100a"], "10.3") == "none" and wheels.coverage(["sm_100f"], "10.3") == "sm"
 
 
+def test_rubin_runs_the_sm_100_family_as_b300_does() -> None:
+    """Rubin is compute capability 10.7 (CUDA 13.4); its instructions run sm_100 code like sm_103's, so no
+    release needs an sm_107 build (pytorch PR#190654); TensorRT-LLM maps it to the 100f family (PR#17336)."""
+    from cudadoctor.knowledge.architectures import arch_name
+
+    assert arch_name("10.7") == "Rubin"
+    assert wheels.coverage(["sm_90", "sm_100", "sm_120"], "10.7") == "sm"
+    assert wheels.coverage(["sm_100f"], "10.7") == "sm" and wheels.coverage(["sm_100a"], "10.7") == "none"
+    assert wheels.coverage(["sm_90", "sm_120"], "10.7") == "none"
+
+
 def test_torch_requirement_reads_only_torch_itself() -> None:
     assert torch_requirement(["numpy", "torch (==2.5.1)"]) == "torch==2.5.1"
     assert torch_requirement(["torchvision==0.20.1", "torch-geometric"]) is None

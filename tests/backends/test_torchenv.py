@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import venv
@@ -77,3 +79,44 @@ def test_an_interpreter_that_hangs_is_incomplete_not_a_usage_error(tmp_path):
     assert r.exit_code == EXIT_INCOMPLETE and "did not answer within 1 s" in r.output
     r = CliRunner().invoke(cli, ["check", "--python", "/bin/sh"])
     assert r.exit_code == EXIT_USAGE and "is not a Python 3 interpreter" in r.output
+
+
+FAKE_CPU_TORCH = """import types
+__version__ = "2.13.0"
+version = types.SimpleNamespace(cuda=None, hip=None)
+backends = types.SimpleNamespace(
+    cuda=types.SimpleNamespace(is_built=lambda: False),
+    cudnn=types.SimpleNamespace(is_available=lambda: False),
+    mps=types.SimpleNamespace(is_built=lambda: False, is_available=lambda: False),
+)
+cuda = types.SimpleNamespace(is_available=lambda: False, device_count=lambda: 0)
+"""
+
+
+def test_a_torch_installed_as_a_wheel_variant_is_read_from_its_variant_json(bare_venv):
+    """PEP 817: a variant wheel's *.dist-info/variant.json names the one variant it is (label -> namespace
+    -> feature -> values). The child reads it with the standard library, next to INSTALLER."""
+    site = next(bare_venv.parent.parent.glob("lib/python3*/site-packages"))
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text(FAKE_CPU_TORCH)
+    info = site / "torch-2.13.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n")
+    (info / "INSTALLER").write_text("uv\n")
+    variant = {"$schema": "https://variants-schema.wheelnext.dev/v0.0.3.json", "variants": {"null": {}}}
+    (info / "variant.json").write_text(json.dumps(variant))
+    try:
+        facts = query_torch(str(bare_venv), timeout=60)
+        assert facts.version == "2.13.0" and facts.cuda_built is False and facts.torch_installer == "uv"
+        assert facts.torch_variant is not None and facts.torch_variant.label == "null"
+        variant["variants"] = {"cu130": {"nvidia": {"cuda_version_lower_bound": ["13.0"], "sm_arch": ["90_real"]}}}
+        (info / "variant.json").write_text(json.dumps(variant))
+        facts = query_torch(str(bare_venv), timeout=60)
+        assert facts.torch_variant.label == "cu130"
+        assert facts.torch_variant.properties == [
+            "nvidia :: cuda_version_lower_bound :: 13.0",
+            "nvidia :: sm_arch :: 90_real",
+        ]
+    finally:
+        shutil.rmtree(site / "torch")
+        shutil.rmtree(info)

@@ -321,3 +321,24 @@ def test_check_in_chinese_names_the_free_threaded_companions(run_cli, tmp_path):
     report.write_text(json.dumps({"tool": "cudadoctor", "schema_version": 2, "facts": to_jsonable(facts)}))
     r = run_cli("check", "--from", str(report), "--lang", "zh_CN", env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert "没有适用于自由线程 Python 的构建：torchao" in r.stdout, r.stdout
+
+
+# --- wheel variants (PEP 817) -------------------------------------------------------------------------------
+
+
+def test_the_null_variant_of_a_variant_wheel_is_explained_and_the_fix_names_the_build(run_cli, tmp_path):
+    """A variant-enabled uv that ran where it saw no GPU (a `docker build`) installs torch's null variant,
+    the CPU build (PEP 817, "Null variant"). The page says why; the fix names the CUDA build itself."""
+    from cudadoctor.facts.torch import WheelVariant
+
+    dev = [gpu(0, "NVIDIA GeForce RTX 4090", "8.9", total_gib=24)]
+    facts = healthy(dev, driver="580.95.05", cuda=13000)
+    facts.torch = torch_cpu("2.13.0", libraries=uv_venv())
+    facts.torch.torch_installer = "uv"
+    facts.torch.torch_variant = WheelVariant(label="null", properties=[])
+    f = finding(check(run_cli, tmp_path, facts), "CD202")
+    assert "null variant of a variant wheel" in f["why"] and "no plug-in chooses" in f["why"]
+    assert f["fix"][0]["commands"][-1].endswith("torch==2.13.0 --torch-backend=cu130")
+    # a CUDA variant, or a regular wheel: nothing about variants
+    facts.torch.torch_variant = WheelVariant(label="cu130", properties=["nvidia :: cuda_version_lower_bound :: 13.0"])
+    assert "variant wheel" not in (finding(check(run_cli, tmp_path, facts), "CD202")["why"] or "")

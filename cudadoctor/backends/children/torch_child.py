@@ -161,10 +161,32 @@ def environment_facts(out):
         if importlib.util.find_spec("torch") is not None:
             from importlib import metadata
 
-            installer = metadata.distribution("torch").read_text("INSTALLER")
+            dist = metadata.distribution("torch")
+            installer = dist.read_text("INSTALLER")
             out["torch_installer"] = installer.strip() if installer else None
+            variant = dist.read_text("variant.json")
+            if variant:
+                out["torch_variant"] = wheel_variant(variant)
     except Exception:
         pass
+
+
+def wheel_variant(text):
+    """PEP 817's *.dist-info/variant.json: the one variant the wheel was built as, its label and its
+    properties as "namespace :: feature :: value" (`variants` is label -> namespace -> feature -> values)."""
+    out = {"label": None, "properties": []}
+    try:
+        variants = json.loads(text[:1000000]).get("variants") or {}
+        label, namespaces = next(iter(variants.items()))
+        out["label"] = str(label)[:64]
+        for namespace, features in (namespaces or {}).items():
+            for feature, values in (features or {}).items():
+                for value in values if isinstance(values, list) else [values]:
+                    out["properties"].append(f"{namespace} :: {feature} :: {value}"[:200])
+    except Exception:
+        pass
+    out["properties"] = out["properties"][:64]
+    return out
 
 
 # knowledge/free_threaded.PACKAGES (this script runs with the stdlib only)
