@@ -54,9 +54,10 @@ class Report:
     `.status` ("healthy", "warnings", "problems", "incomplete"), `.ok`, `.findings`, `.exit_code`, or
     `.to_json()` (the same JSON as `--json`)."""
 
-    def __init__(self, report: Any, redact: bool = False) -> None:
+    def __init__(self, report: Any, redact: bool = False, judged: Any = None) -> None:
         self._report = report
         self._redact = redact
+        self._judged = judged  # check's report with the findings `select`/`ignore` set aside
 
     @property
     def status(self) -> str:
@@ -89,6 +90,11 @@ class Report:
         return [f.code for f in self._report.findings]
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON `--json` prints: with `select`/`ignore`, the ignored findings follow, `"ignored": true`."""
+        if self._judged is not None:
+            from cudadoctor.commands.check import report_json
+
+            return report_json(self._judged, self._redact)  # type: ignore[no-any-return]
         from cudadoctor.render.redact import report_data
 
         return report_data(self._report, self._redact)  # type: ignore[no-any-return]
@@ -162,12 +168,16 @@ def check(
     transfer_size: str | int | None = None,
     config: str | None = None,
     redact: bool = False,
+    select: str | list[str] | None = None,
+    ignore: str | list[str] | None = None,
     **requirements: Any,
 ) -> Report:
     """`cudadoctor check`: every probe (or `only`/`skip` some: names as in `--only`), the rules and the
     gate. Requirements are the gate's options with underscores: `require_gpus=2`, `min_free_memory="8GiB"`,
     `min_compute_capability="8.0"`, `expect_torch_cuda="12.4"`, `require_cudnn=True`, `min_h2d_gbps=20`,
-    `fail_on="warning"`. `python` diagnoses another interpreter's torch (a path)."""
+    `fail_on="warning"`. `python` diagnoses another interpreter's torch (a path). `select`/`ignore` are
+    `--select`/`--ignore`: codes or prefixes ("CD147", ["CD1", "CD5"]); an ignored finding never changes
+    the status and stays in `to_json()` with `"ignored": true`."""
     from cudadoctor import probes
     from cudadoctor.commands import check as cmd
     from cudadoctor.commands.config import KEYS
@@ -191,7 +201,7 @@ def check(
                 size = transfer_size if isinstance(transfer_size, int) else parse_size(str(transfer_size))
             except ValueError as exc:
                 raise UsageError(f"transfer_size: {exc}") from None
-        req = cmd.requirements(config, gate)
+        req, selection = cmd.settings(config, {**gate, "select": _names(select), "ignore": _names(ignore)})
         known = [p.name for p in probes.REGISTRY]
         chosen = probes.select(
             names_option("only", _names(only), known),
@@ -206,10 +216,13 @@ def check(
         if any(p.where != probes.HERE for p in chosen):
             target = cmd._target_python(python, timeout)
         facts, outcomes = cmd.collect(chosen, target or sys.executable, timeout, size)
-        return cmd.diagnose(facts, outcomes, req)
+        from cudadoctor.rules import evaluate
+
+        return cmd.judge(facts, outcomes, evaluate(facts, outcomes, req), req, selection)
 
     try:
-        return Report(_guarded(run), redact)
+        judged = _guarded(run)
+        return Report(judged.report, redact, judged if judged.ignored else None)
     except ValueError as exc:  # ConfigError and requirement values
         if isinstance(exc, UsageError):
             raise

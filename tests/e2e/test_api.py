@@ -66,6 +66,28 @@ def test_check_returns_the_report_the_command_line_gives(api, run_cli):
     assert out["torch_imported"] is False
 
 
+def test_check_select_and_ignore_as_the_command_line_does(api, run_cli):
+    """`ignore` sets the failing gate's findings aside as `--ignore` does: the status no longer counts it,
+    and the JSON keeps it with "ignored": true; an unknown code is a usage error, as on the command line."""
+    out = api(
+        """
+        r = cudadoctor.check(skip="torch", min_free_memory="100GiB", ignore="CD50")
+        out.update(status=r.status, code=r.exit_code, codes=r.codes(), data=json.loads(r.to_json()))
+        try:
+            cudadoctor.check(skip="torch", select=["CD9999"])
+        except cudadoctor.UsageError as e:
+            out["unknown"] = str(e)
+        """
+    )
+    cli = run_cli(
+        "check", "--skip", "torch", "--min-free-memory", "100GiB", "--ignore", "CD50", "--json", machine=H100_HEALTHY
+    )
+    assert not {"CD501", "CD502"} & set(out["codes"]) and out["code"] == cli.code == 0
+    assert out["data"]["findings"] == cli.json["findings"]
+    assert "CD502" in [f["code"] for f in out["data"]["findings"] if f.get("ignored")]
+    assert "CD9999" in out["unknown"]
+
+
 def test_check_with_torch_never_imports_torch_in_the_caller(api):
     out = api('r = cudadoctor.check(only="torch")\nout.update(torch="torch" in sys.modules, ran=r.status)')
     assert out["torch"] is False
