@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from cudadoctor.facts.watch import MAIN, WORKER, GpuInfo, GpuSample, ProcSample, Sample, Timeline
+from cudadoctor.facts.watch import MAIN, WORKER, ProcSample, Timeline
 from cudadoctor.model import Severity
 from cudadoctor.rules import watch as rules
 from cudadoctor.rules.catalogue import CATALOGUE
+from cudadoctor.rules.examples.training import timeline
 from cudadoctor.rules.watch import clocks
 from cudadoctor.rules.watch.stats import suggest_workers
 from tests.conftest import LIBRARY_DIRS, fake_machine_env
@@ -32,64 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---- hand-written timelines ------------------------------------------------------------------------------
-
-
-def timeline(
-    util: list[int | None],
-    main: float | list[float | None] = 99.0,
-    workers: list[float] = (),  # type: ignore[assignment]
-    tree_mem: int | None = 30 * GiB,
-    used: int | None = None,
-    on_gpu: int | None = 1,
-    total: int = 80 * GiB,
-    rx: int | None = None,
-    clocks: int | None = None,
-    others: int | None = 0,
-    cpu_busy: float | None = 20.0,
-    load: float | None = None,
-    cpu_count: int | None = 16,
-    shm: tuple[int, int] | None = None,
-    second_gpu: bool = False,
-) -> Timeline:
-    n = len(util)
-    mains = main if isinstance(main, list) else [main] * n
-    gpus = [GpuInfo(0, name="NVIDIA A100", uuid="GPU-aaaa", memory_total=total, pcie_gen_max=4, pcie_width_max=16)]
-    if second_gpu:
-        gpus.append(GpuInfo(1, name="NVIDIA A100", uuid="GPU-bbbb", memory_total=total))
-    samples = []
-    for k in range(n):
-        g = [
-            GpuSample(
-                0,
-                util=util[k],
-                memory_used=used if used is not None else (tree_mem or 0) + (GiB if others else 0),
-                tree_processes=on_gpu,
-                tree_memory=tree_mem if on_gpu else (0 if on_gpu == 0 else None),
-                other_processes=others,
-                other_memory=GiB if others else 0,
-                unseen_processes=0,
-                rx=rx,
-                tx=0 if rx is not None else None,
-                clocks_event=clocks,
-            )
-        ]
-        if second_gpu:
-            g.append(GpuSample(1, util=0, memory_used=0, tree_processes=0, other_processes=0, unseen_processes=0))
-        procs = [ProcSample(100, MAIN, "python", mains[k], 2 * GiB)]
-        procs += [ProcSample(200 + w, WORKER, "pt_data_worker", c, GiB) for w, c in enumerate(workers)]
-        samples.append(
-            Sample(
-                t=k * 0.5,
-                gpus=g,
-                procs=procs,
-                cpu_busy=cpu_busy,
-                load=load,
-                shm_used=shm[0] if shm else None,
-                shm_total=shm[1] if shm else None,
-            )
-        )
-    return Timeline(command=["python", "train.py"], pid=100, interval=0.5, cpu_count=cpu_count, nvml="ok",
-                    gpus=gpus, samples=samples, duration=n * 0.5)  # fmt: skip
 
 
 SWING = [0, 20, 70, 95, 0, 10, 90, 95, 0, 5, 80, 0]

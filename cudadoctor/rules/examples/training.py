@@ -14,20 +14,26 @@ SWING = [0, 20, 70, 95, 0, 10, 90, 95, 0, 5, 80, 0]
 
 def timeline(
     util: list[int | None],
-    main: float = 99.0,
-    workers: tuple[float, ...] = (),
+    main: float | list[float | None] = 99.0,
+    workers: tuple[float, ...] | list[float] = (),
     tree_mem: int | None = 30 * GiB,
     used: int | None = None,
     on_gpu: int | None = 1,
     rx: int | None = None,
     clocks: int | None = None,
-    others: int = 0,
+    others: int | None = 0,
     cpu_busy: float | None = 20.0,
     shm: tuple[int, int] | None = None,
     second_gpu: bool = False,
+    total: int = 80 * GiB,
+    load: float | None = None,
+    cpu_count: int | None = 16,
 ) -> Timeline:
-    """`python train.py` on GPU 0 of an A100 box: one sample per value of `util` (percent, None: unread)."""
-    total = 80 * GiB
+    """`python train.py` on GPU 0 of an A100 box: one sample per value of `util` (percent, None: unread);
+    `main` is the main process's CPU percent, one figure or one per sample. The watch tests build theirs
+    here too."""
+    n = len(util)
+    mains = main if isinstance(main, list) else [main] * n
     gpus = [GpuInfo(0, name="NVIDIA A100", uuid="GPU-aaaa", memory_total=total, pcie_gen_max=4, pcie_width_max=16)]
     if second_gpu:
         gpus.append(GpuInfo(1, name="NVIDIA A100", uuid="GPU-bbbb", memory_total=total))
@@ -50,9 +56,9 @@ def timeline(
         ]
         if second_gpu:
             g.append(GpuSample(1, util=0, memory_used=0, tree_processes=0, other_processes=0, unseen_processes=0))
-        procs = [ProcSample(100, MAIN, "python", main, 2 * GiB)]
+        procs = [ProcSample(100, MAIN, "python", mains[k], 2 * GiB)]
         procs += [ProcSample(200 + w, WORKER, "pt_data_worker", c, GiB) for w, c in enumerate(workers)]
-        sample = Sample(t=k * 0.5, gpus=g, procs=procs, cpu_busy=cpu_busy)
+        sample = Sample(t=k * 0.5, gpus=g, procs=procs, cpu_busy=cpu_busy, load=load)
         if shm:
             sample.shm_used, sample.shm_total = shm
         samples.append(sample)
@@ -60,11 +66,11 @@ def timeline(
         command=["python", "train.py"],
         pid=100,
         interval=0.5,
-        cpu_count=16,
+        cpu_count=cpu_count,
         nvml="ok",
         gpus=gpus,
         samples=samples,
-        duration=len(util) * 0.5,
+        duration=n * 0.5,
     )
 
 
