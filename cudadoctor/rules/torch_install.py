@@ -252,7 +252,10 @@ def cpu_build(f: Facts, t: TorchFacts) -> list[Finding]:
     """A torch without CUDA: wrong where NVML reports GPUs, right (CD216) where there is none."""
     if t.libraries is not None and t.libraries.jetson and not gpus_present(f):
         return []  # CD225 (rules/torch_packages.py): a Jetson's integrated GPU, which the PCI scan does not show
-    if gpus_present(f):
+    # a paste with no NVML verdict that names the GPU ("I have an RTX 3060"): the machine has one, by the
+    # poster's word, with the line it came from in CD900 (a live check's CPU torch names no devices)
+    named = f.driver is None and any(d.capability for d in t.devices)
+    if gpus_present(f) or named:
         advice = advise(f)
         variant = advice.variant.name if advice.variant else None  # the note names the fix's index
         note = wheels.platform_note(f.system.os, f.system.machine, variant=variant) if f.system else None

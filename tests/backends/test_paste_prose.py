@@ -317,12 +317,14 @@ def test_no_torch_or_driver_version_from_another_name(line: str) -> None:
 
 
 def test_pip_install_torch_from_pypi_on_windows_is_the_cpu_only_build() -> None:
-    """PyPI's Windows torch wheels have no CUDA: triage says so (CD216) with the line it read."""
+    """PyPI's Windows torch wheels have no CUDA: triage says so with the line it read, and with the RTX 3060
+    the post names, that it is the wrong build for this machine (CD202)."""
     paste = "Windows 11, RTX 3060.\npip install torch torchvision\ntorch.cuda.is_available() returns False\n"
     p = parsed(paste)
     assert p.values["torch_cuda_built"] is False and p.where["torch_cuda_built"] == "line 2"
     code, out = triage(paste)
-    assert code == 3 and codes(paste)["CD216"] == "info" and "pypi-windows" in out
+    assert code == 1 and codes(paste)["CD202"] == "error" and "pypi-windows" in out
+    assert "download.pytorch.org" in out
 
 
 @pytest.mark.parametrize(
@@ -357,3 +359,106 @@ def test_collect_envs_runpy_warning_is_not_a_hang() -> None:
     line = "<frozen runpy>:128: RuntimeWarning: 'torch.utils.collect_env' found in sys.modules after import\n"
     assert "hang" not in kinds(line)
     assert "hang" in kinds("training is frozen at epoch 3\n")
+
+
+def test_a_cpu_build_beside_a_gpu_the_post_names_is_the_cpu_only_wheel() -> None:
+    """The commonest beginner post: "I have an RTX 3060 ... torch 2.5.1+cpu ... is_available() False". The
+    poster's GPU is the machine's (CD900 shows the line): CD202, not "whether there is a GPU is unknown"."""
+    paste = "I have an RTX 3060 laptop GPU on Windows 11.\ntorch 2.5.1+cpu\ntorch.cuda.is_available() returns False\n"
+    found = codes(paste)
+    assert found["CD202"] == "error" and "CD216" not in found
+    code, out = triage(paste)
+    assert code == 1 and "OS Windows" in out
+    # no GPU named: whether one is there stays unknown
+    assert codes("torch 2.5.1+cpu\ntorch.cuda.is_available() returns False\n")["CD216"] == "info"
+
+
+def test_windows_named_in_prose_is_the_os_unless_the_post_runs_in_wsl() -> None:
+    assert parsed("win10, torch.cuda.is_available() False\n").values["os"] == "Windows"
+    assert "os" not in parsed("Windows 11 with WSL2 Ubuntu 22.04\ntorch.cuda.is_available() False\n").values
+
+
+def test_a_failed_assert_on_is_available_means_it_was_false() -> None:
+    """so-vits-svc#137: `assert torch.cuda.is_available(), "CPU training is not allowed."` then its
+    AssertionError. A compound assert (`and device_count() >= n`) could have failed on either half."""
+    paste = (
+        'assert torch.cuda.is_available(), "CPU training is not allowed."\n'
+        "AssertionError: CPU training is not allowed\n"
+    )
+    assert read(paste).facts.torch.is_available is False
+    compound = "assert torch.cuda.is_available() and torch.cuda.device_count() >= 2\nAssertionError\n"
+    torch = read(compound).facts.torch
+    assert torch is None or torch.is_available is None
+
+
+def test_the_cuda_runtimes_insufficient_driver_error_is_not_put_in_torchs_mouth() -> None:
+    """ "CUDA driver version is insufficient for CUDA runtime version" is the CUDA runtime's error string:
+    faster-whisper's CTranslate2 prints it as well as torch (GPT-SoVITS#1048)."""
+    paste = "RuntimeError: CUDA failed with error CUDA driver version is insufficient for CUDA runtime version\n"
+    _code, out = triage(paste, "--json")
+    found = {f["code"]: f for f in json.loads(out)["findings"]}
+    assert found["CD902"]["title"].startswith("The CUDA runtime says the NVIDIA driver is too old")
+    assert found["CD902"]["tables"][0]["columns"] == ["The error"]
+
+
+@pytest.mark.parametrize(
+    "paste, code, severity",
+    [
+        # stableswarm#153: cuInit's 999 in _cuda_init's RuntimeError wording
+        (
+            "RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. "
+            "changing env variable CUDA_VISIBLE_DEVICES after program start.\n",
+            "CD122",
+            "error",
+        ),
+        # open-gpu-kernel-modules#507, in the poster's words; and the kernel log's sentence
+        ("gpu randomly falls off the bus when playing games on the nvidia gpu\n", "CD156", "warning"),
+        ("NVRM: GPU at PCI:0000:01:00: GPU-1234 has fallen off the bus.\n", "CD156", "warning"),
+        # the NVIDIA module's own log when nouveau took the GPU first
+        (
+            "NVRM: The NVIDIA probe routine was not called for 1 device(s).\n"
+            "NVRM: This can occur when a driver such as:\n"
+            "NVRM: nouveau, rivafb, nvidiafb or rivatv\n"
+            "NVRM: was loaded and obtained ownership of the NVIDIA device(s).\n",
+            "CD118",
+            "error",
+        ),
+        # PytorchOCR#137: the poster's own diagnosis, in Chinese
+        ("训练时报错，shared memory不够（因为docker限制了shm）\n", "CD140", "warning"),
+        # vLLM's build log prints torch's first sentence only
+        ("RuntimeError: The NVIDIA driver on your system is too old\n", "CD902", "error"),
+        # anibali/docker-pytorch#27: the command quoted inside a sentence
+        (
+            "after connected to container with command `docker run -it anibali/pytorch:1.4.0-cuda10.1 sh`\n"
+            "both nvcc and nvidia-smi not found.\n",
+            "CD910",
+            "error",
+        ),
+        # flash-attention#931: torch's C++ API missing from an extension: built for another torch
+        (
+            "torch: 2.3.0\n"
+            "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n",
+            "CD242",
+            "error",
+        ),
+    ],
+)
+def test_readings_real_posts_showed_missing(paste: str, code: str, severity: str) -> None:
+    """Each from a post collected after the readers were written (tests/triage_corpus/real)."""
+    assert codes(paste).get(code) == severity
+
+
+def test_harmless_wsl_and_process_rows_are_a_healthy_verdict() -> None:
+    """microsoft/WSL#5548's ldconfig notice, and nvidia-docker#179's Processes rows without the banner: the
+    GPU held memory for a process. Neither is a set-up problem (exit 0, no error)."""
+    for paste in (
+        "ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link\n",
+        "|  GPU       PID  Type  Process name                               Usage      |\n"
+        "|    0     28290    C   python                                        1012MiB |\n",
+    ):
+        code, _out = triage(paste)
+        assert code == 0 and "error" not in codes(paste).values()
+    assert parsed("ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link\n").values["wsl"] is True
+    # an undefined symbol of torch's API in torch's own library stays CD904 (a mixed or half-upgraded torch)
+    own = "site-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n"
+    assert "CD904" in codes(own) and "CD242" not in codes(own)

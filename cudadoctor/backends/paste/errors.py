@@ -23,11 +23,14 @@ _W = ""  # where: the error text itself (the hit) says it
 
 
 def _too_old(p: Partial, m: re.Match[str]) -> None:
-    p.set("libcuda_version", int(m.group(1)), _W)
+    """torch's own message; an extension's build log often prints its first sentence only, no version."""
+    if m.group(1):
+        p.set("libcuda_version", int(m.group(1)), _W)
     p.set("torch_cuda_built", True, _W)
     p.set("torch_installed", True, _W)
     p.set("torch_available", False, _W)
-    p.hits.append(Hit("driver-too-old", short(m.group(0)), {"found": int(m.group(1))}))
+    detail = {"found": int(m.group(1))} if m.group(1) else {"by": "torch"}
+    p.hits.append(Hit("driver-too-old", short(m.group(0)), detail))
 
 
 def _insufficient(p: Partial, m: re.Match[str]) -> None:
@@ -195,6 +198,11 @@ def _repl_available(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_available", m.group("v") == "True", _W)
 
 
+def _assert_available(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_installed", True, _W)
+    p.set("torch_available", False, _W)
+
+
 def _repl_cuda(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
     if m.group("v") == "None":
@@ -241,6 +249,13 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _repl_version,
     ),
     (re.compile(r"torch\.cuda\.is_available\(\)\)?\s*(?:>>>\s*)?(?P<v>True|False)\b"), _repl_available),
+    # a traceback through `assert torch.cuda.is_available()` (alone, or with a message) that raised: it was
+    # False ("CPU training is not allowed", so-vits-svc#137); `assert ... and device_count() >= n` could be either
+    # (the text is joined into one line: the AssertionError follows within a few lines)
+    (
+        re.compile(r"assert\s+\(?torch\.cuda\.is_available\(\)\)?(?!\s*(?:and|or|==|is)\b).{0,300}?\bAssertionError\b"),
+        _assert_available,
+    ),
     (re.compile(r"torch\.version\.cuda\)?\s*(?:>>>\s*)?['\"]?(?P<v>\d+\.\d+|None)\b['\"]?"), _repl_cuda),
     (
         re.compile(
@@ -248,7 +263,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _repl_arch,
     ),
-    (re.compile(r"(?:The )?NVIDIA driver on your system is too old \(found version (\d{4,5})\)"), _too_old),
+    (re.compile(r"(?:The )?NVIDIA driver on your system is too old(?: \(found version (\d{4,5})\))?"), _too_old),
     (re.compile(r"CUDA driver version is insufficient for CUDA runtime version"), _insufficient),
     (
         re.compile(
@@ -396,7 +411,18 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
     (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
     # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)
-    (re.compile(r"CUDA initialization: CUDA unknown error"), _named_80x(999)),
+    (
+        re.compile(r"CUDA initialization: CUDA unknown error|CUDA unknown error - this may be due to an incorrectly"),
+        _named_80x(999),
+    ),
+    # the kernel log's "GPU at PCI:0000:01:00.0 has fallen off the bus" (Xid 79), or a poster's own words
+    (re.compile(r"\b(?:has |have |had )?f(?:a|e)ll(?:en|s|ing)? off the bus\b", re.I), _simple("fell-off-bus")),
+    # the NVIDIA module's log when nouveau got the GPU first (nv.c: "NVRM: The NVIDIA probe routine was not
+    # called ... nouveau, rivafb, nvidiafb or rivatv was loaded and obtained ownership of the NVIDIA device(s)")
+    (
+        re.compile(r"NVRM: nouveau, rivafb, nvidiafb or rivatv\s+(?:NVRM:\s+)?was loaded and obtained ownership"),
+        _simple("nouveau-owns"),
+    ),
     # attention kernels that need a newer GPU (xFormers' reason, vLLM's backend choice, flash-attn's check)
     (
         re.compile(
@@ -412,6 +438,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (
         re.compile(
             r"dataloader's workers are out of shared memory|insufficient shared memory \(shm\)"
+            r"|(?:shared memory|共享内存)\s*(?:is |was )?(?:不够|不足|太小|not enough|too small|insufficient|exhausted)"
             r"|NCCL WARN Error while creating shared memory segment|NCCL WARN Call to posix_fallocate failed"
         ),
         _simple("shm-too-small"),

@@ -80,6 +80,9 @@ _NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)")
 _DEVICE_CUDA = re.compile(r"device\)?\s*(?:为|is|=|:|->)\s*['\"`]?cuda\b", re.I)
 _WSL1 = re.compile(r"\b(4\.4\.0-\d+-Microsoft)\b")
 _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>.*)$")
+# the same command quoted inside a sentence: "… with command `docker run -it image sh` …"
+_DOCKER_RUN_QUOTED = re.compile(r"`\s*(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>[^`]*)`")
+_WSL_LIB = re.compile(r"/usr/lib/wsl/lib\b")
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
 # "only GPU 1 is used", "only one gpu is utilized", "只使用了一张卡": of several GPUs one works, so CUDA runs
 _ONE_GPU_USED = re.compile(
@@ -305,6 +308,9 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("snap",), _SNAP_DOCKER, _hit("docker-snap")),
     (("nvidia-smi",), _NO_SMI, _hit("nvidia-smi-not-found")),
     (("docker", "podman"), _DOCKER_RUN, _docker_run_line),
+    (("docker", "podman"), _DOCKER_RUN_QUOTED, _docker_run_line),
+    # WSL2's driver libraries live there (the Windows driver mounts them): this is WSL2
+    (("/usr/lib/wsl",), _WSL_LIB, lambda p, line, w, m: p.set("wsl", True, w)),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),
@@ -345,6 +351,7 @@ def parse(all_lines: list[str]) -> Partial:
     _script_output(p, all_lines)
     _windows_pypi(p, all_lines)
     _wsl(p, all_lines)
+    _windows_named(p, all_lines)
     p.hits = _capped(p.hits)
     return p
 
@@ -443,6 +450,16 @@ def _script_output(p: Partial, all_lines: list[str]) -> None:
 _WINDOWS = re.compile(r"\bWindows\s*(?:10|11|Server)\b|\bwin\s?(?:10|11)\b|Microsoft Windows \[", re.I)
 _PIP_TORCH = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^#\n]*(?<![\w-])torch(?:==[\d.]+)?(?![\w.+-])")
 _ELSEWHERE = re.compile(r"download\.pytorch\.org|index-url|\s-f\s|\+cu\d|\.whl\b|\bWSL\b|conda\s+install", re.I)
+
+
+def _windows_named(p: Partial, all_lines: list[str]) -> None:
+    """ "Windows 11", "win10" in prose: the OS, unless the post also names WSL (then torch runs in Linux)."""
+    if "os" in p.values or any(re.search(r"\bWSL\d?\b|Subsystem for Linux", line, re.I) for line in all_lines):
+        return
+    for n, line in enumerate(all_lines):
+        if _WINDOWS.search(line):
+            p.set("os", "Windows", where(n, line))
+            return
 
 
 def _windows_pypi(p: Partial, all_lines: list[str]) -> None:

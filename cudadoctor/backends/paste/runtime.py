@@ -114,6 +114,9 @@ _HARMLESS = [
     ),
     (re.compile(r"TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included"), "TORCH_CUDA_ARCH_LIST"),
     (re.compile(r"Plan failed with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR"), "cudnn-plan"),
+    # WSL2: the Windows driver puts copies, not links, in /usr/lib/wsl/lib; "not blocking in any way"
+    # (a WSL collaborator, microsoft/WSL#5548; yuk7/ArchWSL#248)
+    (re.compile(r"(?:/usr/lib/wsl/lib/)?libcuda\.so\.1 is not a symbolic link"), "WSL libcuda.so.1 copy"),
 ]
 
 # Lines that show a CUDA device in use: a launcher's own log, a printed device.
@@ -155,8 +158,17 @@ def parse(all_lines: list[str], text: str) -> Partial:
         m = pattern.search(text)
         if m:
             p.hits.append(Hit("harmless-warning", short(m.group(0)), {"warning": what}))
+    # a Processes table pasted alone (no banner: the nvidia-smi reader reads a whole one, where a process
+    # says nothing of whether torch can use the GPU)
+    tables_alone = "NVIDIA-SMI" not in text
     for n, line in enumerate(all_lines):
-        if "cuda" not in line.lower() or sum(h.kind == "gpu-ran" for h in p.hits) >= 3:
+        if sum(h.kind == "gpu-ran" for h in p.hits) >= 3:
+            break
+        if tables_alone and "MiB" in line and _SMI_PROCESS.match(line):
+            why = f"line {n + 1}: nvidia-smi lists a process holding GPU memory"
+            p.hits.append(Hit("gpu-ran", short(line.strip(), 120), {"why": why}))
+            continue
+        if "cuda" not in line.lower():
             continue
         for pattern in _RAN:
             m = pattern.search(line)
@@ -164,3 +176,10 @@ def parse(all_lines: list[str], text: str) -> Partial:
                 p.hits.append(Hit("gpu-ran", short(line, 120), {"why": f"line {n + 1}"}))
                 break
     return p
+
+
+# a row of nvidia-smi's Processes table: "|    0     28290    C   python     1012MiB |" (older), or with GI/CI
+# columns "|    0   N/A  N/A     28290      C   python     1012MiB |": a process held memory on the GPU
+_SMI_PROCESS = re.compile(
+    r"^\|\s+\d+\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+(?:C|G|C\+G|M|M\+C)\s+\S.*?\d+\s?MiB\s*\|\s*$"
+)

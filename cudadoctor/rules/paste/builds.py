@@ -39,14 +39,20 @@ def driver_too_old(f: Facts, h: PasteHit) -> Finding:
         title = msg(
             "torch says the NVIDIA driver is too old: it supports CUDA up to {have}{needs}", have=have, needs=needs
         )
-    else:
+    elif h.detail.get("by") == "torch":  # torch's message, cut before its "(found version …)"
         title = msg("torch says the NVIDIA driver is too old{needs}", needs=needs)
+    else:
+        # "CUDA driver version is insufficient for CUDA runtime version" is the CUDA runtime's own error
+        # string (cudaErrorInsufficientDriver): torch prints it, and so do CTranslate2, TensorFlow, CuPy
+        title = msg("The CUDA runtime says the NVIDIA driver is too old{needs}", needs=needs)
     upgrade = (
         msg("Upgrade the NVIDIA driver to {need} or newer", need=need) if need else msg("Upgrade the NVIDIA driver")
     )
     fixes = [fix(upgrade, "nvidia-smi  # the driver now")]
     fixes += advice_fix(with_driver_cuda(f, found), msg("Or install the torch build this driver runs"))[:1]
-    return DRIVER_TOO_OLD.finding(title=title, fix=fixes, tables=[Table(["torch said"], [[h.text]])])
+    by_torch = have or h.detail.get("by") == "torch"
+    said = Table(["torch said"], [[h.text]]) if by_torch else Table(["The error"], [[h.text]])
+    return DRIVER_TOO_OLD.finding(title=title, fix=fixes, tables=[said])
 
 
 def gpu_too_old(f: Facts, h: PasteHit) -> Finding:

@@ -198,6 +198,21 @@ def kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                 ),
             )
         )
+    if "nouveau-owns" in kinds and "nouveau-loaded" not in kinds:
+        out.append(
+            NOUVEAU.finding(
+                title=msg(
+                    "nouveau holds the GPU, so the NVIDIA module cannot: {line}", line=kinds["nouveau-owns"][0].text
+                ),
+            )
+        )
+    if "fell-off-bus" in kinds and "xid" not in kinds:
+        out.append(
+            XID.finding(
+                title=msg("The GPU fell off the bus (the driver's Xid 79): {line}", line=kinds["fell-off-bus"][0].text),
+                fix=[fix(msg("See every Xid with its time"), "sudo dmesg -T | grep -i xid")],
+            )
+        )
     if "xid" in kinds:
         h = kinds["xid"][0]
         out.append(

@@ -4,16 +4,90 @@ be opened, cuDNN's status codes, and extensions, torch.compile or torchvision bu
 
 from __future__ import annotations
 
+import re
+
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.model import Finding, Table, msg
-from cudadoctor.rules.catalogue import fix
+from cudadoctor.rules.catalogue import fix, named
+from cudadoctor.rules.extensions import OTHER_TORCH
 from cudadoctor.rules.paste.entries import CANNOT_OPEN, CUDNN_STATUS, UNDEFINED_SYMBOL, WINDOWS_DLL
 from cudadoctor.rules.paste.installs import reinstall_torch, torch_install
+
+# a mangled name in torch's own C++ namespaces (c10::, at::, torch::), const members too
+_TORCH_SYMBOL = re.compile(r"^_ZNK?(?:3c10|2at|5torch)")
+# what torch installs itself: its symbols there are CD904's story (a mixed or half-upgraded torch)
+_TORCH_FAMILY = re.compile(r"(?:^|/)(?:torch|torchvision|torchaudio|functorch)/|(?:^|/)lib(?:torch|c10|shm)\w*\.so")
+# the module file of common extensions -> the distribution pip knows it by
+_EXTENSION_PACKAGES = {
+    "flash_attn": "flash-attn",
+    "xformers": "xformers",
+    "vllm": "vllm",
+    "bitsandbytes": "bitsandbytes",
+    "deepspeed": "deepspeed",
+    "torch_scatter": "torch-scatter",
+    "torch_sparse": "torch-sparse",
+    "torch_cluster": "torch-cluster",
+    "pytorch3d": "pytorch3d",
+    "detectron2": "detectron2",
+    "mmcv": "mmcv",
+    "causal_conv1d": "causal-conv1d",
+    "mamba_ssm": "mamba-ssm",
+    "selective_scan_cuda": "mamba-ssm",
+}
+
+
+def _extension(library: str | None) -> str | None:
+    """The pip name of the extension whose shared object this is; None for torch's own or an unknown one."""
+    if not library or _TORCH_FAMILY.search(library):
+        return None
+    parts = re.split(r"[/\\]", library)
+    if "site-packages" in parts and parts.index("site-packages") + 1 < len(parts) - 1:
+        top = parts[parts.index("site-packages") + 1]
+    else:
+        top = parts[-1]
+    return next((dist for module, dist in _EXTENSION_PACKAGES.items() if top.startswith(module)), None)
+
+
+def other_torch(f: Facts, h: PasteHit, package: str) -> Finding:
+    """An extension's shared object missing a symbol of torch's C++ API: it was built against another torch
+    (flash-attention#950: flash-attn 2.5.8 beside torch 2.1.2); reinstalling torch does not help."""
+    t = f.torch
+    version = f.paste.packages.get(package) if f.paste is not None else None
+    spec = f"{package}=={version}" if version else package
+    return OTHER_TORCH.finding(
+        title=msg(
+            "{package} was built against another torch than {torch}: undefined symbol {symbol}",
+            package=package,
+            torch=named("torch", t.version if t else None),
+            symbol=h.detail.get("symbol", "?"),
+        ),
+        why=msg(
+            "{package}'s compiled code calls torch's C++ API (c10::, at::, torch::) as the torch it was built "
+            "against exported it. Those symbols change from release to release, so the extension loads only "
+            "beside that torch; reinstalling torch itself does not help.",
+            package=package,
+        ),
+        fix=[
+            fix("See the versions of both", f'python -m pip list | grep -i -E "^(torch|{package}) "'),
+            fix(
+                msg(
+                    "Install the {package} build made for this torch (its releases say which torch each is "
+                    "for), or build it from source against this torch",
+                    package=package,
+                ),
+                "python -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
+                f"--no-binary {package} {spec}",
+            ),
+        ],
+    )
 
 
 def undefined_symbol(f: Facts, h: PasteHit) -> Finding:
     sym, lib = h.detail.get("symbol", "?"), h.detail.get("library")
+    package = _extension(lib)
+    if package and _TORCH_SYMBOL.match(sym):
+        return other_torch(f, h, package)
     title = (
         msg("undefined symbol {symbol} in {library}: a library at the wrong version", symbol=sym, library=lib)
         if lib
