@@ -357,17 +357,18 @@ def _seen(e: ExtensionFacts, gpus: list[tuple[str, str]]) -> Finding:
         links = [lib.links_torch for lib in libs]
         linked = "yes" if any(links) else "no" if all(v is False for v in links) else "?"
         # one GPU model: what runs on it; several: each capability named
-        here = ", ".join(f"{cc}: {_runs(libs, cc)}" if len(ccs) > 1 else _runs(libs, cc) for cc in ccs) or "?"
+        here = ", ".join(f"{cc}: {_runs(libs, cc)}" if len(ccs) > 1 else _runs(libs, cc) for cc in ccs)
         sass = _span([a for lib in libs for a in lib.sass])
         ptx = _span([a for lib in libs for a in lib.ptx])
         rows.append([p.name, str(len(libs)), sass, ptx, here, linked])  # the versions are in the title
     if len(rows) > MAX_ROWS:
         rows = [*rows[: MAX_ROWS - 1], ["…", f"{len(rows) - MAX_ROWS + 1} more", "", "", "", ""]]
     names = ", ".join(_package(p) for p in e.packages[:6]) + (", …" if len(e.packages) > 6 else "")
-    return SEEN.finding(
-        title=msg("CUDA extensions: {packages}", packages=names),
-        tables=[Table(["Package!", "Libs>", "Cubins", "PTX", "On GPU", "Links torch?"], rows)],
-    )
+    if ccs:
+        table = Table(["Package!", "Libs>", "Cubins", "PTX", "On GPU", "Links torch?"], rows)
+    else:  # no GPU known here: no column of what would run on one
+        table = Table(["Package!", "Libs>", "Cubins", "PTX", "Links torch?"], [r[:4] + r[5:] for r in rows])
+    return SEEN.finding(title=msg("CUDA extensions: {packages}", packages=names), tables=[table])
 
 
 def evaluate(f: Facts) -> list[Finding]:

@@ -462,3 +462,13 @@ def test_harmless_wsl_and_process_rows_are_a_healthy_verdict() -> None:
     # an undefined symbol of torch's API in torch's own library stays CD904 (a mixed or half-upgraded torch)
     own = "site-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n"
     assert "CD904" in codes(own) and "CD242" not in codes(own)
+
+
+def test_a_graphics_process_row_is_not_a_sign_that_cuda_ran() -> None:
+    """Xorg (type G) holds memory without CUDA; only compute rows (C, C+G, M+C) say CUDA ran."""
+    header = "|  GPU       PID  Type  Process name                               Usage      |\n"
+    xorg = "|    0      1234    G   /usr/lib/xorg/Xorg                           40MiB |\n"
+    python = "|    0     28290    C   python                                     1012MiB |\n"
+    ran = lambda paste: {h.kind for h in read(paste).facts.paste.hits}  # noqa: E731 - every reader's hits
+    assert "gpu-ran" not in ran(header + xorg)
+    assert "gpu-ran" in ran(header + python)

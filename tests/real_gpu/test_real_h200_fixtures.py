@@ -124,3 +124,19 @@ def test_the_real_h200_reports_replay_to_the_same_findings(name: str) -> None:
     again = json.loads(cli("check", "--from", str(REAL / name), "--json").stdout)
     assert sorted(f["code"] for f in again["findings"]) == sorted(f["code"] for f in saved["findings"])
     assert again["status"] == saved["status"] == "healthy"
+
+
+def test_with_no_gpu_known_the_extension_table_has_no_column_for_one(tmp_path: Path) -> None:
+    """The same environment where neither NVML nor torch named a GPU: what would run "on GPU" is unknown,
+    so the column is not there (rather than a "?" in every row)."""
+    report = json.loads((REAL / "check.json").read_text())
+    report["facts"]["driver"] = None
+    report["facts"]["torch"]["devices"] = []
+    saved = tmp_path / "no_gpu.json"
+    saved.write_text(json.dumps(report))
+    again = json.loads(cli("check", "--from", str(saved), "--json").stdout)
+    seen = next(f for f in again["findings"] if f["code"] == "CD243")
+    from cudadoctor.render.layout import column_name
+
+    assert [column_name(c) for c in seen["tables"][0]["columns"]] == ["Package", "Libs", "Cubins", "PTX", "Links torch"]
+    assert all(len(row) == 5 and "?" not in row[:4] for row in seen["tables"][0]["rows"])

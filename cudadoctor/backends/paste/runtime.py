@@ -165,7 +165,7 @@ def parse(all_lines: list[str], text: str) -> Partial:
         if sum(h.kind == "gpu-ran" for h in p.hits) >= 3:
             break
         if tables_alone and "MiB" in line and _SMI_PROCESS.match(line):
-            why = f"line {n + 1}: nvidia-smi lists a process holding GPU memory"
+            why = f"line {n + 1}: nvidia-smi lists a compute process holding GPU memory"
             p.hits.append(Hit("gpu-ran", short(line.strip(), 120), {"why": why}))
             continue
         if "cuda" not in line.lower():
@@ -179,7 +179,6 @@ def parse(all_lines: list[str], text: str) -> Partial:
 
 
 # a row of nvidia-smi's Processes table: "|    0     28290    C   python     1012MiB |" (older), or with GI/CI
-# columns "|    0   N/A  N/A     28290      C   python     1012MiB |": a process held memory on the GPU
-_SMI_PROCESS = re.compile(
-    r"^\|\s+\d+\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+(?:C|G|C\+G|M|M\+C)\s+\S.*?\d+\s?MiB\s*\|\s*$"
-)
+# columns "|    0   N/A  N/A     28290      C   python     1012MiB |": a compute process (C, C+G, M+C) held
+# memory on the GPU, so CUDA ran there; a graphics one (G: Xorg) says nothing of CUDA
+_SMI_PROCESS = re.compile(r"^\|\s+\d+\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+(?:C|C\+G|M\+C)\s+\S.*?\d+\s?MiB\s*\|\s*$")

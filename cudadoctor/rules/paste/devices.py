@@ -209,7 +209,10 @@ def kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     if "fell-off-bus" in kinds and "xid" not in kinds:
         out.append(
             XID.finding(
-                title=msg("The GPU fell off the bus (the driver's Xid 79): {line}", line=kinds["fell-off-bus"][0].text),
+                title=msg(
+                    "The GPU fell off the bus (what the driver logs as Xid 79): {line}",
+                    line=kinds["fell-off-bus"][0].text,
+                ),
                 fix=[fix(msg("See every Xid with its time"), "sudo dmesg -T | grep -i xid")],
             )
         )

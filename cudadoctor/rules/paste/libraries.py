@@ -8,6 +8,7 @@ import re
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
+from cudadoctor.knowledge import extension_modules
 from cudadoctor.model import Finding, Table, msg
 from cudadoctor.rules.catalogue import fix, named
 from cudadoctor.rules.extensions import OTHER_TORCH
@@ -18,23 +19,6 @@ from cudadoctor.rules.paste.installs import reinstall_torch, torch_install
 _TORCH_SYMBOL = re.compile(r"^_ZNK?(?:3c10|2at|5torch)")
 # what torch installs itself: its symbols there are CD904's story (a mixed or half-upgraded torch)
 _TORCH_FAMILY = re.compile(r"(?:^|/)(?:torch|torchvision|torchaudio|functorch)/|(?:^|/)lib(?:torch|c10|shm)\w*\.so")
-# the module file of common extensions -> the distribution pip knows it by
-_EXTENSION_PACKAGES = {
-    "flash_attn": "flash-attn",
-    "xformers": "xformers",
-    "vllm": "vllm",
-    "bitsandbytes": "bitsandbytes",
-    "deepspeed": "deepspeed",
-    "torch_scatter": "torch-scatter",
-    "torch_sparse": "torch-sparse",
-    "torch_cluster": "torch-cluster",
-    "pytorch3d": "pytorch3d",
-    "detectron2": "detectron2",
-    "mmcv": "mmcv",
-    "causal_conv1d": "causal-conv1d",
-    "mamba_ssm": "mamba-ssm",
-    "selective_scan_cuda": "mamba-ssm",
-}
 
 
 def _extension(library: str | None) -> str | None:
@@ -46,12 +30,12 @@ def _extension(library: str | None) -> str | None:
         top = parts[parts.index("site-packages") + 1]
     else:
         top = parts[-1]
-    return next((dist for module, dist in _EXTENSION_PACKAGES.items() if top.startswith(module)), None)
+    return extension_modules.distribution(top)
 
 
 def other_torch(f: Facts, h: PasteHit, package: str) -> Finding:
     """An extension's shared object missing a symbol of torch's C++ API: it was built against another torch
-    (flash-attention#950: flash-attn 2.5.8 beside torch 2.1.2); reinstalling torch does not help."""
+    (flash-attention#931: flash-attn 2.5.7 beside torch 2.3.0); reinstalling torch does not help."""
     t = f.torch
     version = f.paste.packages.get(package) if f.paste is not None else None
     spec = f"{package}=={version}" if version else package
