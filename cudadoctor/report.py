@@ -86,7 +86,12 @@ def describe_scope(outcomes: list[ProbeOutcome], expected: list[str]) -> str | N
 
 
 def verdict_line(
-    status: Status, findings: list[Finding], scope: str | None, fail_on: Severity, undecided: str | None = None
+    status: Status,
+    findings: list[Finding],
+    scope: str | None,
+    fail_on: Severity,
+    undecided: str | None = None,
+    nothing_checked: bool = False,
 ) -> str:
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is Severity.WARNING]
@@ -112,6 +117,9 @@ def verdict_line(
         text = _("PROBLEMS ({counts}): {title}").format(counts=counts, title=first.title if first else "")
     elif status is Status.WARNINGS:
         text = _("USABLE WITH WARNINGS ({counts}): {title}").format(counts=counts, title=first.title if first else "")
+    elif nothing_checked:
+        # a paste of one harmless warning: nothing is wrong in it, but no layer of the setup was seen
+        text = _("NOTHING TO FIX in what was shown; the setup itself was not seen")
     else:
         text = _("HEALTHY: no problems found")
     if scope:
@@ -139,6 +147,8 @@ def build(
     else:
         undecided = None
     scope = describe_scope(outcomes, expected) if expected is not None else None
+    ran = {o.name for o in outcomes if o.status == "ok"}
+    nothing_checked = expected is not None and not ran.intersection(expected)
     return Report(
         command=command,
         facts=facts,
@@ -146,7 +156,7 @@ def build(
         findings=findings,
         status=status,
         exit_code=status.exit_code,
-        verdict=verdict_line(status, findings, scope, fail_on, undecided),
+        verdict=verdict_line(status, findings, scope, fail_on, undecided, nothing_checked),
         scope=scope,
         fail_on=fail_on.value,
         requirements=requirements,

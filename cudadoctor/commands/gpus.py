@@ -397,11 +397,16 @@ def _never(driver: DriverFacts, n: int, min_free: int | None, min_cc: str | None
     ]
     if len(could) >= n:
         return None
-    return ngettext(
-        "only {could} of {count} GPUs could ever qualify ({n} GPU requested): waiting cannot help",
-        "only {could} of {count} GPUs could ever qualify ({n} GPUs requested): waiting cannot help",
-        n,
-    ).format(could=len(could), count=len(candidates), n=n)
+    if not could:
+        return ngettext(
+            "no GPU here can ever qualify ({count} GPU seen): waiting cannot help",
+            "no GPU here can ever qualify ({count} GPUs seen): waiting cannot help",
+            len(candidates),
+        ).format(count=len(candidates))
+    # here n > len(could) >= 1, so "GPUs" is always plural
+    return _("{n} GPUs requested but only {could} can ever qualify (of {count} here): waiting cannot help").format(
+        could=len(could), count=len(candidates), n=n
+    )
 
 
 def _wait_for(o: GpusOptions, n: int, wait: float) -> int:

@@ -553,9 +553,9 @@ def test_wait_shows_a_status_line_on_a_terminal_and_ctrl_c_is_130(fake_libs, tmp
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--pick", "3"], "only 2 of 2 GPUs could ever qualify (3 GPUs requested): waiting cannot help"),
-        (["--pick", "1", "--min-free", "90GiB"], "only 0 of 2 GPUs could ever qualify (1 GPU requested)"),
-        (["--pick", "1", "--min-cc", "9.0"], "only 0 of 2 GPUs could ever qualify (1 GPU requested)"),
+        (["--pick", "3"], "3 GPUs requested but only 2 can ever qualify (of 2 here): waiting cannot help"),
+        (["--pick", "1", "--min-free", "90GiB"], "no GPU here can ever qualify (2 GPUs seen): waiting cannot help"),
+        (["--pick", "1", "--min-cc", "9.0"], "no GPU here can ever qualify (2 GPUs seen): waiting cannot help"),
     ],
 )
 def test_wait_for_what_can_never_be_says_so_at_once(run_cli, args, message):

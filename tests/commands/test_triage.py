@@ -137,6 +137,14 @@ def test_truncating_a_paste_never_crashes_and_never_turns_healthy_without_torch_
             assert any(f.code == "CD200" for f in rep.findings)
 
 
+def test_a_paste_of_one_harmless_warning_is_not_called_a_healthy_machine():
+    # kohya-ss/sd-scripts#678: the TypedStorage notice alone; nothing of the setup was shown
+    rep = diagnose(read(paste("real/kohya_678_typedstorage_warning.txt")))
+    assert rep.exit_code == 0 and any(f.code == "CD915" for f in rep.findings)
+    assert not rep.verdict.startswith("HEALTHY")
+    assert rep.verdict.startswith("NOTHING TO FIX in what was shown") and "0 of 8 checks ran" in rep.verdict
+
+
 def test_the_verdict_names_what_the_paste_did_not_show():
     rep = diagnose(read(paste("nvml_mismatch.txt")))
     assert rep.scope is not None and "not checked" in rep.scope and "torch" in rep.scope
