@@ -46,17 +46,27 @@ def render(data: dict) -> str:
     ]
     system = data["facts"].get("system") if isinstance(data["facts"], dict) else None
     if system:
-        lines += [
-            "| | |",
-            "|---|---|",
-            f"| OS | {system.get('os_release') or system.get('os') or 'unknown'} "
-            f"({system.get('machine') or 'unknown'}) |",
-            f"| Python | {system.get('python_version') or 'unknown'}"
-            + (f" `{system['python_executable']}`" if system.get("python_executable") else "")
-            + " |",
-            f"| Host | {system.get('hostname') or 'unknown'} |",
-            "",
+        # only what is known: a triaged paste often names no OS, Python or host, and a reply a maintainer
+        # posts should not list "unknown" three times
+        os_name = system.get("os_release") or (system.get("os") if system.get("os") != "unknown" else None)
+        rows = [
+            ("OS", " ".join(x for x in (os_name, f"({system['machine']})" if system.get("machine") else None) if x)),
+            (
+                "Python",
+                " ".join(
+                    x
+                    for x in (
+                        system.get("python_version"),
+                        f"`{system['python_executable']}`" if system.get("python_executable") else None,
+                    )
+                    if x
+                ),
+            ),
+            ("Host", system.get("hostname") or ""),
         ]
+        known = [f"| {k} | {v} |" for k, v in rows if v]
+        if known:
+            lines += ["| | |", "|---|---|", *known, ""]
     for section in SECTIONS:
         found = [f for f in data["findings"] if f["section"] == section]
         if not found:

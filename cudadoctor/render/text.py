@@ -68,7 +68,8 @@ def _header(report: Report, redact: bool) -> str:
     where: list[str] = []
     if s is not None:
         host = "<host>" if redact and s.hostname else s.hostname
-        where = [x for x in (host, s.os_release or s.os, f"Python {s.python_version}" if s.python_version else "") if x]
+        os_name = s.os_release or (s.os if s.os != "unknown" else "")  # a paste that never named the OS
+        where = [x for x in (host, os_name, f"Python {s.python_version}" if s.python_version else "") if x]
     return f"cudadoctor {report.version}" + (f" — {', '.join(where)}" if where else "")
 
 

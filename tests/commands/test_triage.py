@@ -145,6 +145,32 @@ def test_a_paste_of_one_harmless_warning_is_not_called_a_healthy_machine():
     assert rep.verdict.startswith("NOTHING TO FIX in what was shown") and "0 of 8 checks ran" in rep.verdict
 
 
+def test_no_cuda_gpus_alone_is_not_called_a_run_time_error_and_asks_what_hides_them():
+    # torch raises it when CUDA counts no device: the process sees no GPU at all, a set-up matter
+    rep = diagnose(read("RuntimeError: No CUDA GPUs are available\n"))
+    assert "CD909" not in {f.code for f in rep.findings}
+    assert rep.exit_code == 3 and rep.verdict.startswith("NOT ENOUGH TO TELL")
+    ask = next(f for f in rep.findings if f.code == "CD901")
+    assert any('echo "[$CUDA_VISIBLE_DEVICES]"' in c for fx in ask.fix for c in fx.commands)
+
+
+def test_no_kernel_image_on_a_named_blackwell_gpu_is_the_build_lacking_its_architecture():
+    # hanamizuki-ai/launcher-support#28: a launcher's bundled torch on an RTX 5070 Ti; no torch version shown
+    post = (
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+        "多次重启后无果\n系统windows11\ncpui714700\n显卡rtx5070ti\n"
+    )
+    rep = diagnose(read(post))
+    codes = {f.code: f for f in rep.findings}
+    assert "CD215" not in codes  # one problem, said once, with the GPU named
+    cd205 = codes["CD205"]
+    assert cd205.severity.value == "error" and "sm_120" in cd205.title and "CUDA 12.8" in cd205.title
+    assert any("get_arch_list()" in c for fx in cd205.fix for c in fx.commands)
+    # an older GPU: the message alone cannot tell torch from an extension, and no GPU is blamed
+    older = diagnose(read(post.replace("rtx5070ti", "RTX 3060")))
+    assert "CD205" not in {f.code for f in older.findings}
+
+
 def test_the_verdict_names_what_the_paste_did_not_show():
     rep = diagnose(read(paste("nvml_mismatch.txt")))
     assert rep.scope is not None and "not checked" in rep.scope and "torch" in rep.scope
@@ -178,6 +204,23 @@ def test_collect_env_torch_1x_and_multiline_gpus():
     assert [g.name for g in part.gpus] == ["Tesla V100-SXM2-16GB"] * 2
     assert part.values["nvcc_version"] == "10.1"
     assert "os" in part.values and "machine" not in part.values  # 1.x printed no machine
+
+
+def test_collect_env_with_full_width_colons_reads_its_gpus_and_the_driver_verdict():
+    # verbatim from pytorch/pytorch#37320 (torch 1.5.0, "GPU 0：" with U+FF1A): the GPUs were not read,
+    # so the driver check that explains is_available() False never ran
+    post = (
+        "PyTorch version 1.5.0\nIs debug build: No\nCUDA used to build PyTorch: 10.2\n\n"
+        "Os: Ubuntu 18.04.3 LTS\nPython version: 3.6\nIs CUDA available: No\n"
+        "CUDA runtime version: 10.0.130\nGPU models and configuration:\n"
+        "GPU 0： Tesla P100-PCIE-16GB\nGPU 1： Tesla P100-PCIE-16GB\n\n"
+        "Nvidia driver version: 410.104\n"
+    )
+    part = collect_env.parse(text.lines(post))
+    assert [g.name for g in part.gpus] == ["Tesla P100-PCIE-16GB"] * 2
+    rep = diagnose(read(post))
+    cd203 = next(f for f in rep.findings if f.code == "CD203")
+    assert cd203.severity.value == "error" and "410.104" in cd203.title
 
 
 def test_collect_env_windows_crlf_and_localized():

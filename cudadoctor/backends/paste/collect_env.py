@@ -22,8 +22,10 @@ from cudadoctor.backends.paste import packages
 from cudadoctor.backends.paste.model import Gpu, Partial
 from cudadoctor.backends.paste.text import known, major_minor, platform_facts, where
 
-_KEY = re.compile(r"^\s*(?:-\s+)?([A-Za-z][A-Za-z0-9_ ./()?-]*?)\s*:\s?(.*)$")
-_GPU_LINE = re.compile(r"^\s*GPU (\d+): (.+?)\s*$")
+# a full-width colon (U+FF1A) is how some torch 1.x reports reach issues ("GPU 0： Tesla P100-PCIE-16GB",
+# pytorch/pytorch#37320), and what an input method types in a hand-edited report
+_KEY = re.compile(r"^\s*(?:-\s+)?([A-Za-z][A-Za-z0-9_ ./()?-]*?)\s*[:：]\s?(.*)$")
+_GPU_LINE = re.compile(r"^\s*GPU (\d+)\s?[:：]\s?(.+?)\s*$")
 _ENV = re.compile(r"^\s*([A-Z][A-Z0-9_]*)=(.*)$")
 _RULE = re.compile(r"^\s*={5,}\s*$")
 _PKG = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")

@@ -29,6 +29,7 @@ from cudadoctor.rules.paste.builds import (
     driver_facts_decide,
     driver_too_old,
     gpu_too_old,
+    no_kernel_image_for_gpu,
     not_compiled,
     placeholder_sdist,
     torch_says_no_kernels,
@@ -36,6 +37,7 @@ from cudadoctor.rules.paste.builds import (
 from cudadoctor.rules.paste.checkpoints import checkpoint_errors, deserialize, state_dict
 from cudadoctor.rules.paste.containers import (
     container_error,
+    container_sees_no_gpu,
     container_without_driver,
     docker_run_no_gpus,
     image_needs_newer_driver,
@@ -93,7 +95,9 @@ def evaluate(f: Facts) -> list[Finding]:
     elif "no-cuda-gpus" in kinds and f.torch is not None and f.torch.is_available is True:
         hidden = True  # CUDA works outside the program and sees no GPU inside it: its environment hides them
         out.append(hidden_inside(kinds["no-cuda-gpus"][0]))
-    runtime = [h for k in RUN_KINDS if not (hidden and k == "no-cuda-gpus") for h in kinds.get(k, [])]
+    # "No CUDA GPUs are available" left unexplained is no run-time error: the process sees no GPU at all
+    # (CUDA_VISIBLE_DEVICES, a container without GPUs, a GPU the OS disabled); ask_for asks which
+    runtime = [h for k in RUN_KINDS for h in kinds.get(k, [])]
     if runtime:
         out.append(run_time_errors(runtime))
     if "harmless-warning" in kinds:
@@ -112,6 +116,14 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(singularity_no_nv(kinds["singularity-no-nv"][0]))
     elif "container-run-no-gpus" in kinds and no_gpu_seen and not container:
         out.append(docker_run_no_gpus(kinds["container-run-no-gpus"][0]))
+    elif (
+        "no-cuda-gpus" in kinds
+        and not hidden
+        and not container
+        and ("container-context" in kinds or bool(f.system and f.system.in_container))
+        and "container-ran-smi" not in kinds
+    ):
+        out.append(container_sees_no_gpu(kinds["no-cuda-gpus"][0]))
     if "shm-too-small" in kinds:
         out.append(shm(kinds["shm-too-small"][0]))
     if "no-driver" in kinds and not (f.driver and f.driver.init_status == "LIBRARY_NOT_FOUND"):
@@ -123,6 +135,8 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(cudnn_status(kinds["cudnn-status"][0]))
     out += checkpoint_errors(kinds)
     out += arch_beyond_cuda(f)
+    if "no-kernel-image" in kinds:
+        out += no_kernel_image_for_gpu(f)
     if "arch-not-in-build" in kinds:
         out.append(torch_says_no_kernels(f, kinds["arch-not-in-build"][0]))
     if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:
@@ -181,6 +195,12 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         said = [x for x in findings if x.code == "CD205" and _template(x.title).startswith("torch says ")]
         if said and len(said) < sum(x.code == "CD205" for x in findings):
             findings = [x for x in findings if not any(x is s for s in said)]
+    # CUDA's "no kernel image" (CD215: a kernel failed) and the build's missing architecture for the GPU
+    # named (CD205) are one problem; CD205 names the GPU and the build that has kernels for it
+    if any(h.kind == "no-kernel-image" for h in p.hits) and any(
+        x.code == "CD205" and x.severity is Severity.ERROR for x in findings
+    ):
+        findings = [x for x in findings if x.code != "CD215"]
     # "torch uses 1 GPU" (CD200, from is_available) is no verdict where the paste shows the build has no
     # kernels for that GPU, or none at all
     broken = {"CD202", "CD205", "CD206", "CD215"}

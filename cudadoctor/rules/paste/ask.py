@@ -38,6 +38,9 @@ _NCCL = "NCCL_DEBUG=INFO python train.py 2>&1 | grep NCCL  # the same command, w
 _ENV = "env | grep -E '^CUDA_(VISIBLE_DEVICES|DEVICE_ORDER)='"
 
 
+_SEEN = 'echo "[$CUDA_VISIBLE_DEVICES]"  # in the shell that runs the program'
+
+
 _LIBS = "python -m pip list | grep -i -E '^(torch|nvidia-)'; echo $LD_LIBRARY_PATH"
 
 
@@ -80,6 +83,8 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     names = {x.name for x in d.devices} if d is not None else set()
     if len(names) > 1 and (f.system is None or f.system.env is None):
         asks.append((msg("which GPUs CUDA sees and in what order (mixed models)"), _ENV))
+    if any(h.kind == "no-cuda-gpus" for h in p.hits):
+        asks.append((msg("whether CUDA_VISIBLE_DEVICES hides every GPU from the program"), _SEEN))
     if t is not None and t.cuda_built and t.is_available is False:
         asks.append((msg("torch's own reason why CUDA is not available"), _WHY))
     if any(h.kind == "nccl-error" for h in p.hits):

@@ -280,6 +280,52 @@ def arch_beyond_cuda(f: Facts) -> list[Finding]:
     return out
 
 
+def no_kernel_image_for_gpu(f: Facts) -> list[Finding]:
+    """CUDA's "no kernel image is available" with one GPU named that only CUDA 12.8+ compiles for (Blackwell)
+    and no arch list of the build in the paste: the build that ran predates the GPU. Said as CD205 for that
+    GPU; for older GPUs the message alone cannot tell torch from an extension, and CD215 stays."""
+    from cudadoctor.rules.torch_build import ARCH_UNSUPPORTED
+
+    t = f.torch
+    if t is not None and (t.arch_flags or wheels.official_arch_flags(t.version, None)):
+        return []  # the build's own list is known: the table rule (torch_build._arch) decides
+    gpus = gpus_with_cc(f)
+    if len(gpus) != 1:
+        return []
+    name, cc = gpus[0]
+    first = _FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")))  # type: ignore[arg-type]
+    if first is None or first < (12, 8):
+        return []
+    need = f"{first[0]}.{first[1]}"
+    return [
+        ARCH_UNSUPPORTED.finding(
+            title=msg(
+                '{gpu} (sm_{sm}) needs a torch built with CUDA {need} or newer: "no kernel image" says the '
+                "build that ran has no kernels for it",
+                gpu=name,
+                sm=cc.replace(".", ""),
+                need=need,
+            ),
+            why=msg(
+                "{page} CUDA compiles for compute capability {cc} from CUDA {need} on. The paste does not "
+                "show the torch build; an extension built without sm_{sm} (xformers, flash-attn) fails with "
+                "the same message, and torch's own list below tells which.",
+                page=msg(ARCH_UNSUPPORTED.explanation),
+                cc=cc,
+                need=need,
+                sm=cc.replace(".", ""),
+            ),
+            fix=[
+                fix(
+                    msg("See the torch build and the architectures it has kernels for"),
+                    'python -c "import torch; print(torch.__version__, torch.cuda.get_arch_list())"',
+                ),
+                *(advice_fix(f, msg("Install a build compiled for this GPU")) or cuda_at_least(first)),
+            ],
+        )
+    ]
+
+
 def torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
     """torch's own warning ("sm_86 is not compatible with the current PyTorch installation") is its
     verdict on its build: it outranks an estimate from the tables (a PTX JIT that torch itself rejects)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
-from cudadoctor.model import Finding, Table, msg
+from cudadoctor.model import Finding, Severity, Table, msg
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.paste.entries import CONTAINER, DRIVER_TOO_OLD, NO_DRIVER
 
@@ -73,6 +73,24 @@ def container_without_driver(ctx: PasteHit, h: PasteHit) -> Finding:
             *CONTAINER_FIX[1:2],
             fix(msg("On the host: the newest CUDA the driver supports, to compare with the image's"), "nvidia-smi"),
         ],
+    )
+
+
+def container_sees_no_gpu(h: PasteHit) -> Finding:
+    """CUDA counts no GPU in a program the paste runs in a container, and no start command is shown."""
+    from cudadoctor.rules.predicates import CONTAINER_FIX
+
+    return CONTAINER.finding(
+        title=msg(
+            "In a container CUDA sees no GPU ({error}): the container was likely started without one", error=h.text
+        ),
+        severity=Severity.WARNING,
+        why=msg(
+            "A container has a GPU only when it is started with one: `docker run --gpus all`, a compose "
+            "service's GPU reservation, with the NVIDIA Container Toolkit on the host (Docker Desktop: its WSL2 "
+            "backend). The paste does not show how it was started; nvidia-smi inside the container tells."
+        ),
+        fix=CONTAINER_FIX[:2],
     )
 
 

@@ -16,7 +16,6 @@ RUN_KINDS = (
     "illegal-memory-access",
     "launch-failure",
     "device-busy",
-    "no-cuda-gpus",
     "invalid-ordinal",
     "cuda-unknown-error",
     "device-mismatch",
@@ -59,12 +58,6 @@ def _runtime_fix(h: PasteHit) -> Fix:
         return fix(
             msg("The GPU is busy or in an exclusive compute mode"),
             "nvidia-smi --query-gpu=index,compute_mode --format=csv",
-        )
-    if k == "no-cuda-gpus":
-        return fix(
-            msg("No GPU visible to CUDA: see what CUDA_VISIBLE_DEVICES says and which GPUs exist"),
-            'echo "[$CUDA_VISIBLE_DEVICES]"',
-            "nvidia-smi -L",
         )
     if k == "invalid-ordinal":
         return fix(
