@@ -472,3 +472,155 @@ def test_a_graphics_process_row_is_not_a_sign_that_cuda_ran() -> None:
     ran = lambda paste: {h.kind for h in read(paste).facts.paste.hits}  # noqa: E731 - every reader's hits
     assert "gpu-ran" not in ran(header + xorg)
     assert "gpu-ran" in ran(header + python)
+
+
+# --- REPL transcripts, words about a run, installs by uv (backends/paste/prose_said.py) ---
+
+
+def test_an_ipython_transcript_answers_on_the_out_line() -> None:
+    """floydhub/dockerfiles#3: IPython's `Out[2]: False` under `In [2]: torch.cuda.is_available()`, in a
+    container started by plain `docker run`: the container got no GPU (CD910)."""
+    post = (
+        "$ sudo docker run  -t -i floydhub/pytorch:latest-gpu-py3 ipython\n"
+        "In [1]: import torch\n\n"
+        "In [2]: torch.cuda.is_available()\n"
+        "Out[2]: False\n"
+    )
+    p = parsed(post)
+    assert p.values["torch_available"] is False and p.where["torch_available"] == "line 5"
+    assert codes(post).get("CD910") == "error"
+    # the variant: version and CUDA build, quoted as IPython prints strings; a second session is the later state
+    q = parsed(
+        "In [1]: torch.__version__\nOut[1]: '1.0.0'\nIn [2]: torch.__version__\nOut[2]: '2.1.0+cu121'\n"
+        "In [3]: torch.version.cuda\nOut[3]: '12.1'\n"
+    )
+    assert q.values["torch_version"] == "2.1.0+cu121" and q.values["torch_cuda"] == "12.1"
+    assert q.values["torch_cuda_built"] is True
+    assert "torch_available" not in parsed("In [2]: torch.cuda.is_available()\n\nIn [3]: x\n").values
+
+
+def test_torch_cuda_available_is_read_as_is_available() -> None:
+    """nicklashansen/tdmpc2#51: "`torch.cuda.available()` returns False", a common misspelling."""
+    post = "When I call `nvidia-smi`, it works\nbut `torch.cuda.available()` returns False.\n"
+    p = parsed(post)
+    assert p.values["torch_available"] is False and p.where["torch_available"] == "line 2"
+    assert parsed("torch.cuda.available() is True").values["torch_available"] is True
+    assert "torch_available" not in parsed("the model is available() False").values
+
+
+def test_uv_installs_on_windows_and_a_workaround_line() -> None:
+    """kyutai-labs/delayed-streams-modeling#131: `uvx --with moshi` on Windows installed the [cpu] torch; the
+    reporter's workaround (`--with torch==2.5.1+cu124 --index-url …/cu124`) is not what was installed."""
+    post = (
+        "Unsure, if this is an issue with windows only. But when trying to directly use `uvx --with moshi`, "
+        "the wrong pytorch version is installed. It defaults to the [cpu] version even when having cuda installed.\n"
+        "\n"
+        "The quick-fix, is to also specify the pytorch version by appending the specific version.\n\n"
+        "Example for me with CUDA 12.4, I've run the following command\n\n"
+        "`uvx --with moshi --with torch==2.5.1+cu124 --index-url https://download.pytorch.org/whl/cu124 python x.py`\n"
+        "- Operating system version: Windows 10\n"
+    )
+    p = parsed(post)
+    assert p.values["torch_cuda_built"] is False and p.where["torch_cuda_built"] == "line 1"
+    assert "torch_version" not in p.values  # the workaround's 2.5.1+cu124 is not the state asked about
+    assert {"says-cpu-build", "pypi-windows"} <= set(kinds(post))
+    # uv's other PyPI installs of torch, on Windows
+    for line in ("uv add torch", "uv run --with torch python x.py", "uvx --with torch==2.5.1 python x.py"):
+        q = parsed(f"Windows 11\n{line}\n")
+        assert q.values["torch_cuda_built"] is False and "pypi-windows" in kinds(f"Windows 11\n{line}\n")
+    # a workaround that did not help still says where torch came from
+    tried = (
+        "Windows 11\nuv add torch\nThe workaround: uv add torch --index-url https://download.pytorch.org/whl/cu124\n"
+    )
+    assert "pypi-windows" not in kinds(tried + "but I still get the same error\n")
+
+
+def test_the_reporter_says_torch_is_a_cpu_build() -> None:
+    """LoRA-scripts#503: "识别的却是2.3.1的cpu版本（所以无法使用GPU）" (gui.py sees torch 2.3.1, a CPU build,
+    not the venv's 2.4.0): the CPU build and its version, the one asked about."""
+    post = "venv中的torch版本是2.4.0：\n\n但随后执行gui.py，识别的却是2.3.1的cpu版本（所以无法使用GPU）：\n"
+    p = parsed(post)
+    assert p.values["torch_version"] == "2.3.1" and p.values["torch_cuda_built"] is False
+    assert p.where["torch_cuda_built"] == "line 3"
+    assert parsed("I found the default installation is the cpu version of PyTorch.").values["torch_cuda_built"] is False
+    for line in (
+        "Should I install the cpu version of pytorch?",
+        "I want the GPU, not the cpu version of torch",
+        "onnxruntime 1.15 cpu version with torch 2.1",
+        "是否安装了torch的cpu版本",
+        "The cpu version works fine",  # not said of torch
+    ):
+        assert "torch_cuda_built" not in parsed(line).values, line
+
+
+def test_the_driver_too_old_said_in_words_and_the_later_transcript() -> None:
+    """pytorch/pytorch#28195: torch 1.0 said True; after the upgrade to 1.2.0 it says False, and "the msg is
+    that my Nvidia version is too old": torch's driver-too-old message, retold (CD902)."""
+    post = (
+        ">>> print(torch.__version__)\n1.0.0.dev20190102\n>>> torch.cuda.is_available()\nTrue\n"
+        "after i update pythorch to version1.2,and enter the following commands:\n"
+        "print(torch.__version__)\n1.2.0\n>>> torch.cuda.is_available()\nFalse\n"
+        "when i run my program，the msg is that my Nvidia version is too old.\n"
+    )
+    h = kinds(post)["driver-too-old"]
+    assert h == {"by": "torch", "where": "line 10"}
+    assert codes(post).get("CD902") == "error"
+    for line in (
+        "Maybe my nvidia driver is too old?",
+        "I don't think my driver version is too old",
+        "my GPU is too old",
+    ):
+        assert "driver-too-old" not in kinds(line), line
+    assert "driver-too-old" in kinds("The error says my NVIDIA driver version is too old.")
+
+
+def test_oom_said_in_a_word_is_an_out_of_memory_run() -> None:
+    """ultralytics/ultralytics#467: "suddenly OOM happened" in training on an A40 with torch 1.10.0+cu113: out
+    of memory while running, a healthy set-up (exit 0, CD909 warning)."""
+    post = (
+        "### During the training, there was no problem with the first few epoch, but suddenly OOM happened.\n"
+        "device：A40 48G\ntorch                          1.10.0+cu113\n"
+    )
+    assert kinds(post)["out-of-memory"]["where"] == "line 1"
+    code, _ = triage(post)
+    assert code == 0 and codes(post).get("CD909") == "warning"
+    for line in (
+        "the process was killed by the OOM killer during training",
+        "with batch 64 training runs without OOM",
+        "host RAM OOM during the training",
+        "is it OOM at this batch size?",
+        "torch.cuda.is_available() returns False and training hits OOM",
+    ):
+        assert "out-of-memory" not in kinds(line), line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "However, when load 13b llama in vllm, GPU usage is about 73G.",  # vllm-project/vllm#550
+        "the loading of vllm takes up 35G of GPU",  # vllm-project/vllm#822
+        "it seems kv cache used a lot of vram? how can i close it?",  # vllm-project/vllm#17891
+        "the fork will use all of my vram and refuse to let it go",  # AUTOMATIC1111 fork #1883
+        "推理时占用了20G显存",
+    ],
+)
+def test_gpu_memory_in_use_said_in_words_means_the_gpu_ran(line: str) -> None:
+    """A running program holding GPU memory: the GPU ran (CD914), a healthy verdict (exit 0)."""
+    assert "gpu-ran" in kinds(line)
+    code, _ = triage(line + "\n")
+    assert code == 0 and codes(line + "\n").get("CD914") == "ok"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "The model needs 35G of GPU memory to load",
+        "It would take up 40GB of VRAM, but I only have 24",
+        "GPU usage is about 0G",
+        "GPU usage is about 73G\ntorch.cuda.is_available() returns False\n",
+        "vllm takes up 35G of GPU\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+        "the program uses 12GB of RAM",
+    ],
+)
+def test_gpu_memory_a_model_would_need_or_beside_a_failure_is_not_a_run(paste: str) -> None:
+    assert "gpu-ran" not in kinds(paste)

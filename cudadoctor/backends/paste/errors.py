@@ -84,7 +84,61 @@ def _too_old_gpu(p: Partial, m: re.Match[str]) -> None:
     p.hits.append(Hit("gpu-too-old", short(m.group(0)), {"gpu": m.group("name").strip(), "cc": cc}))
 
 
+# a traceback frame as Python prints it, joined into one line: File "path", line N, in func  code
+_FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d+), in [\w<>.]+\s+(?P<code>.{0,400}?)(?= File "|$)')
+# where an extension's compiled op is called: mmcv's ext_module.*, a package's _C / _ext module, torch.ops.<ns>
+# of a library (not aten or prims); the frame's file in an extension's ops folder
+_EXT_CALL = re.compile(
+    r"(?<!torch\.)\b(?:ext_module|_ext|_C)\.\w+\("
+    r"|\btorch\.ops\.(?!(?:aten|prims|quantized|inductor|higher_order|c10d|_)\w*\.)(?P<ns>\w+)\."
+)
+_EXT_PATH = re.compile(r"(?:^|[/\\])(?P<pkg>[\w-]+)[/\\](?:ops|_ext|csrc)[/\\]\w+\.py$")
+_TORCH_PATH = re.compile(r"(?:^|[/\\])torch[/\\]")
+
+
+def _failing_frame(text: str, start: int, end: int) -> re.Match[str] | None:
+    """The frame that raised an error at text[start:end]: the last one printed before it (a Python traceback),
+    or, where none is, the first one after it (a debugger's "Exception has occurred" puts the frames last)."""
+    before = list(_FRAME.finditer(text[max(0, start - 2000) : start]))
+    if before:
+        return before[-1]
+    after = _FRAME.search(text[end : end + 800])
+    if after is None or "Traceback (most recent call last)" in text[end : end + after.start()]:
+        return None  # a traceback that starts after it begins with the outermost frame, not the failing one
+    return after
+
+
+def _extension_of(frame: re.Match[str]) -> str | None:
+    """The extension a frame calls into (its import name; "" where the frame does not tell), or None for
+    torch's own or ordinary code: the frame calls a compiled op (ext_module.*, a _C / _ext module,
+    torch.ops.<library>), or its file is in a known CUDA extension's installed package."""
+    from cudadoctor.knowledge import extension_modules
+
+    path, code = frame.group("path"), frame.group("code")
+    if _TORCH_PATH.search(path) and "torchvision" not in path:
+        return None
+    parts = [x for x in re.split(r"[/\\]", path) if x]
+    installed = parts[parts.index("site-packages") + 1] if "site-packages" in parts[:-1] else None
+    where = _EXT_PATH.search(path)
+    call = _EXT_CALL.search(code)
+    if call is not None:
+        return call.group("ns") or installed or (where.group("pkg") if where else "")
+    if installed and extension_modules.distribution(installed):
+        return installed
+    return None
+
+
 def _no_kernel(p: Partial, m: re.Match[str]) -> None:
+    # every place the error is printed (a post often quotes it, then pastes the traceback): the frames of any
+    frames = (_failing_frame(m.string, x.start(), x.end()) for x in re.finditer(re.escape(m.group(0)), m.string))
+    frame = next((x for x in frames if x is not None and _extension_of(x) is not None), None)
+    if frame is not None:
+        # raised in an extension's own kernel (mmcv#2201: mmcv built on an A100 for sm_80, run on a V100):
+        # torch's kernels are not in question, so no torch kernel fact
+        where = f"{frame.group('path')}:{frame.group('line')}: {frame.group('code').rstrip(' (')}"
+        detail = {"package": _extension_of(frame), "frame": short(where, 200)}
+        p.hits.append(Hit("extension-no-kernel", short(m.group(0)), detail))
+        return
     p.set("torch_cuda_built", True, _W)
     p.set("torch_installed", True, _W)
     p.set("torch_kernel_error", "no kernel image is available for execution on the device", _W)
@@ -228,6 +282,26 @@ def _simple(kind: str) -> Callable[[Partial, re.Match[str]], None]:
     return handler
 
 
+def _nvrm(kind: str) -> Callable[[Partial, re.Match[str]], None]:
+    """A kernel-log message the driver wraps over several "NVRM:" lines: the hit shows it as one sentence."""
+
+    def handler(p: Partial, m: re.Match[str]) -> None:
+        detail = {k: v for k, v in m.groupdict().items() if v is not None}
+        p.hits.append(Hit(kind, short(re.sub(r"\s*\bNVRM:\s*", " ", m.group(0)).strip()), detail))
+
+    return handler
+
+
+def _keys(kind: str) -> Callable[[Partial, re.Match[str]], None]:
+    """load_state_dict's list of keys: how many, and the first few."""
+
+    def handler(p: Partial, m: re.Match[str]) -> None:
+        keys = re.findall(r'"([^"]+)"', m.group("keys"))
+        p.hits.append(Hit(kind, short(m.group(0)), {"n": str(len(keys)), "keys": ", ".join(keys[:5])}))
+
+    return handler
+
+
 def _deserialize(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
     if m.group("dev") is None:
@@ -239,6 +313,34 @@ def _wsl_blocked(p: Partial, m: re.Match[str]) -> None:
     p.set("wsl", True, _W)
     p.set("os", "Linux", _W)
     _nvml("GPU_ACCESS_BLOCKED")(p, m)
+
+
+def _busy(p: Partial, m: re.Match[str]) -> None:
+    """cudaErrorDevicesUnavailable / CUDA_ERROR_DEVICE_UNAVAILABLE (46), in both of CUDA's wordings: the GPU is
+    in an exclusive or prohibited compute mode, held elsewhere, or the driver is broken; CUDA cannot start."""
+    if p.values.get("cuda_init_result") is None:
+        p.set("cuda_init_result", 46, _W)
+        p.hits.append(Hit("cuda-init-failed", short(m.group(0)), {"code": 46}))
+
+
+def _cuinit_named(p: Partial, m: re.Match[str]) -> None:
+    """TensorFlow's "failed call to cuInit: CUDA_ERROR_UNKNOWN" (stream_executor/cuda/cuda_driver.cc)."""
+    from cudadoctor.knowledge.cuda_errors import CU_INIT_ERRORS
+
+    code = next((c for c, (name, _) in CU_INIT_ERRORS.items() if name == m.group("name")), None)
+    if code is not None:
+        _named_80x(code)(p, m)
+
+
+def _triton_import(p: Partial, m: re.Match[str]) -> None:
+    """torch's inductor imports a name its pinned Triton has and another Triton lacks (triton_key moved to
+    triton.runtime.cache in Triton 3.5: woct0rdho/triton-windows#158 with torch 2.8)."""
+    text = m.string
+    windows = bool(re.search(r"triton[-_]windows|\d-windows\.post|\\triton\\", text, re.I))
+    detail = {"name": m.group("name"), "module": m.group("module")}
+    if windows:
+        detail["windows"] = "yes"
+    p.hits.append(Hit("triton-mismatch", short(m.group(0)), detail))
 
 
 _SO = r"(?P<lib>lib[\w+.-]*?\.so(?:\.\d+)*)"
@@ -285,6 +387,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"system not yet initialized"), _named_80x(802)),
     (re.compile(r"forward compatibility was attempted on non supported HW"), _named_80x(804)),
     (re.compile(r"system has unsupported display driver / cuda driver combination"), _named_80x(803)),
+    # TensorFlow's own cuInit failure (stream_executor/cuda/cuda_driver.cc), by its CUresult name
+    (re.compile(r"failed call to cuInit: (?P<name>CUDA_ERROR_[A-Z_]+)"), _cuinit_named),
     (re.compile(r"Driver/library version mismatch", re.I), _nvml("LIB_RM_VERSION_MISMATCH")),
     (re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)"), _nvml_lib_version),
     (re.compile(r"NVRM version: NVIDIA UNIX \S+ Kernel Module\s+(\d+\.\d+(?:\.\d+)?)"), _kernel_module),
@@ -293,6 +397,15 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _nvml("DRIVER_NOT_LOADED"),
     ),
     (re.compile(r"NVIDIA-SMI couldn't find libnvidia-ml\.so library"), _nvml("LIBRARY_NOT_FOUND")),
+    # no module loaded: TensorFlow's cuda_diagnostics.cc ("kernel driver does not appear to be running on this
+    # host (…): /proc/driver/nvidia/version does not exist"), or cat's own words for the same file
+    (
+        re.compile(
+            r"/proc/driver/nvidia/version does not exist"
+            r"|cat: /proc/driver/nvidia/version: No such file or directory"
+        ),
+        _nvml("DRIVER_NOT_LOADED"),
+    ),
     (re.compile(r"GPU access blocked by the operating system"), _wsl_blocked),
     (re.compile(r"Failed to initialize NVML: Unknown Error"), _nvml("UNKNOWN")),
     (
@@ -333,6 +446,18 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"invalid load key, '(?P<key>v)'"), _simple("ckpt-lfs-pointer")),
     (re.compile(r"version https://git-lfs\.github\.com/spec"), _simple("ckpt-lfs-pointer")),
     (re.compile(r"HeaderTooLarge"), _simple("ckpt-header-too-large")),
+    # a zip checkpoint cut short or damaged: caffe2/serialize/inline_container.cc PyTorchStreamReader::valid
+    # ("PytorchStreamReader failed " + what + info + ": " + miniz's error string); "file not found" and "not a
+    # ZIP archive" are another kind of file, not a damaged one. The legacy format's own: torch/csrc/serialization.cpp
+    (
+        re.compile(
+            r"PytorchStreamReader failed (?P<what>[a-z -]{3,40}?(?: [\w./-]+)?): (?P<reason>failed finding central "
+            r"directory|invalid header or archive is corrupted|file read failed|decompression failed or archive is "
+            r"corrupted|CRC-32 check failed|unexpected decompressed size|unsupported multidisk archive)"
+            r"|unexpected EOF, expected \d+ more bytes\. The file might be corrupted"
+        ),
+        _simple("ckpt-truncated"),
+    ),
     (
         re.compile(r"Weights only load failed(?:[^\n]{0,1500}?Unsupported global: GLOBAL (?P<global>[\w.]+))?"),
         _simple("ckpt-weights-only"),
@@ -341,6 +466,15 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(
             r"size mismatch for (?P<key>[\w.]+): copying a param with shape torch\.Size\((?P<saved>\[[\d, ]*\])\) "
             r"from checkpoint, the shape in current model is torch\.Size\((?P<model>\[[\d, ]*\])\)"
+        ),
+        _simple("ckpt-shape-mismatch"),
+    ),
+    # torch 0.3/0.4's wording of the same (module.py _load_from_state_dict)
+    (
+        re.compile(
+            r"While copying the parameter named \"?(?P<key>[\w.]+)\"?, whose dimensions in the model are "
+            r"torch\.Size\((?P<model>\[[\d, ]*\])\) and whose dimensions in the checkpoint are "
+            r"torch\.Size\((?P<saved>\[[\d, ]*\])\)"
         ),
         _simple("ckpt-shape-mismatch"),
     ),
@@ -356,16 +490,45 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(r"Missing key\(s\) in state_dict: \"(?P<prefix>module\.|_orig_mod\.)"),
         _simple("state-dict-prefix"),
     ),
+    # any other key difference (module.py load_state_dict, since 0.4): the keys are listed quoted
+    (
+        re.compile(r"Missing key\(s\) in state_dict: (?P<keys>\"[^\"]{1,200}\"(?:, \"[^\"]{1,200}\"){0,400})"),
+        _keys("ckpt-missing-keys"),
+    ),
+    (
+        re.compile(r"Unexpected key\(s\) in state_dict: (?P<keys>\"[^\"]{1,200}\"(?:, \"[^\"]{1,200}\"){0,400})"),
+        _keys("ckpt-unexpected-keys"),
+    ),
     (re.compile(r"device-side assert triggered"), _simple("device-side-assert")),
     (re.compile(r"an illegal memory access was encountered"), _simple("illegal-memory-access")),
-    (re.compile(r"CUDA-capable device\(s\) is/are busy or unavailable"), _simple("device-busy")),
-    (re.compile(r"No CUDA GPUs are available"), _simple("no-cuda-gpus")),
+    # cudaErrorDevicesUnavailable as the runtime words it, and as newer releases and torch print it
+    (
+        re.compile(
+            r"CUDA-capable device\(s\) is/are busy or unavailable|all CUDA-capable devices are busy or unavailable"
+        ),
+        _busy,
+    ),
+    # torch/cuda/__init__.py's "No CUDA GPUs are available", and as people retype it ("no cuda gp available",
+    # "no cuda gpu aviliable")
+    (
+        re.compile(
+            r"(?<![A-Za-z])No CUDA GPUs are available|(?<![A-Za-z])no cuda (?:gpus?|gp|devices?)\s+(?:(?:are|is)\s+)?"
+            r"(?:available|aviliable|avaliable|avilable|availabe|availible)(?![A-Za-z])",  # ASCII edges: 出现no cuda
+            re.I,
+        ),
+        _simple("no-cuda-gpus"),
+    ),
     # the kernel side (modprobe, dmesg / journal NVRM lines), as the kernel and the driver print them
     (
         re.compile(r"could not insert 'nvidia[\w-]*': (?:Key was rejected by service|Required key not available)"),
         _simple("secure-boot-rejects"),
     ),
     (re.compile(r"Bad return status for module build on kernel: (?P<kernel>\S+)"), _simple("module-not-built")),
+    # kmod's modprobe when the module was built for another kernel (or against another nvidia.ko)
+    (
+        re.compile(r"could not insert '(?P<module>nvidia[\w-]*)': Unknown symbol in module"),
+        _simple("module-not-built"),
+    ),
     (
         re.compile(r"Module (?P<module>nvidia[\w-]*) not found in directory /lib/modules/(?P<kernel>\S+)"),
         _simple("module-not-built"),
@@ -379,6 +542,23 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+),[^\n]{0,120}"), _simple("xid")),
     (re.compile(r"requires use of the NVIDIA open kernel modules"), _simple("needs-open-module")),
+    # the open module on a GPU without a GSP (older than Turing): open-gpu-kernel-modules kernel-open/nvidia/nv.c
+    (
+        re.compile(
+            r"not supported by open\s+(?:NVRM:\s+)?nvidia\.ko because it does not include the required GPU\s+"
+            r"(?:NVRM:\s+)?System Processor"
+        ),
+        _nvrm("gsp-required"),
+    ),
+    # a branch that dropped the GPU (nv-pci.c: "… is supported through the NVIDIA 580.xx Legacy drivers … The
+    # 590.44.01 NVIDIA driver will ignore this GPU"); only the three-digit branches of the last two decades
+    (
+        re.compile(
+            r"supported through the NVIDIA (?P<branch>\d{3})(?:\.\d+)?\.xx Legacy drivers"
+            r"(?:.{0,300}?The (?P<driver>\d+(?:\.\d+)+) NVIDIA driver will ignore)?"
+        ),
+        _nvrm("legacy-branch"),
+    ),
     (
         re.compile(r"\bnouveau\s+\d{6,}\s+\d+\b|\bnouveau \d{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "),
         _simple("nouveau-loaded"),
@@ -410,6 +590,18 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
     (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
+    # the dispatcher has torchvision's op but no CUDA kernel for it: a CPU torchvision, or one built for another
+    # torch (aten/src/ATen/core/dispatch/OperatorEntry.cpp reportError)
+    (
+        re.compile(r"Could not run 'torchvision::(?P<op>\w+)' with arguments from the '(?P<backend>CUDA)' backend"),
+        _simple("torchvision-mismatch"),
+    ),
+    # inductor importing from a Triton other than the one torch pins (triton_key left triton.compiler.compiler
+    # in Triton 3.5; AttrsDescriptor in 3.3; torch/_inductor/codecache.py and runtime/hints.py import them)
+    (
+        re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<module>triton(?:\.\w+)*)'"),
+        _triton_import,
+    ),
     # torch's CUDA initialisation warning: cuInit returned CUDA_ERROR_UNKNOWN (999)
     (
         re.compile(r"CUDA initialization: CUDA unknown error|CUDA unknown error - this may be due to an incorrectly"),
@@ -433,7 +625,17 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _simple("attention-needs-newer-gpu"),
     ),
     # Lightning: "You requested GPUs: [0]\n But your machine only has: []"
-    (re.compile(r"You requested GPUs: \[[\d, ]+\]\s*But your machine only has: \[\]"), _simple("no-cuda-gpus")),
+    # and its other wordings across versions: "You requested gpu: [0] But your machine only has: []"
+    # (accelerators/cuda.py), "GPUs requested but none are available." (utilities/device_parser.py, 0.x-2.x),
+    # "`CUDAAccelerator` can not run on your system since the accelerator is not available" (accelerator_connector)
+    (
+        re.compile(
+            r"You requested (?:GPUs|gpu): \[[\d, ]+\]\s*But your machine only has: \[\]"
+            r"|GPUs requested but none are available"
+            r"|`?(?:CUDA|GPU)Accelerator`? can not run on your system since the accelerator is not available"
+        ),
+        _simple("no-cuda-gpus"),
+    ),
     # shared memory: torch's DataLoader (torch/utils/data/_utils) and NCCL's shm transport
     (
         re.compile(
@@ -469,12 +671,20 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
 ]
 
 
+# what a Python prompt answered: where it answered twice (before and after an upgrade, pytorch#28195), the
+# later answer is the state asked about, and the first value set wins
+_REPL = (_repl_version, _repl_available, _repl_cuda, _repl_arch)
+
+
 def parse(all_lines: list[str]) -> Partial:
     p = Partial("error text")
     text = joined(all_lines)
     seen: set[tuple[str, str]] = set()
     for pattern, handler in PATTERNS:
-        for m in pattern.finditer(text):
+        matches = list(pattern.finditer(text))
+        if handler in _REPL:
+            matches.reverse()
+        for m in matches:
             key = (pattern.pattern, m.group(0))
             if key in seen:
                 continue

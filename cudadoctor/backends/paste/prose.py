@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from cudadoctor.backends.paste import prose_said
 from cudadoctor.backends.paste.model import Gpu, Hit, Partial
 from cudadoctor.backends.paste.text import short, where
 
@@ -50,8 +51,10 @@ _CVD = re.compile(
     r"""(?:CUDA_VISIBLE_DEVICES['"]?\s*\]?\s*=\s*|CUDA_VISIBLE_DEVICES=|setenv\s+CUDA_VISIBLE_DEVICES\s+)"""
     r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
 )
+# "torch.cuda.available()" is a common misspelling of is_available() (torch/cuda/__init__.py has no
+# `available`): said with an answer, it reports is_available()
 _AVAILABLE = re.compile(
-    r"is_available(?:\(\))?[`*\s]*(?:(?:it|that|still|always|just)\s+)*(?:returns?|returning|returned|shows?|gives?|is|=|==|:|->|=>|返回为?|为|就是|結果)?"
+    r"(?:is_available|cuda\.available)(?:\(\))?[`*\s]*(?:(?:it|that|still|always|just)\s+)*(?:returns?|returning|returned|shows?|gives?|is|=|==|:|->|=>|返回为?|为|就是|結果)?"
     r"\s*[`*]*\s*(?P<v>True|False)\b",
     re.I,
 )
@@ -295,7 +298,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("driver", "驱动", "드라이버", "nvrm"), _DRIVER, _driver_line),
     (("download.pytorch.org",), _INDEX, _index_line),
     (("conda", "cpu", "pytorch "), _ALWAYS, _conda_line),
-    (("is_available",), _AVAILABLE, _available_line),
+    (("is_available", "cuda.available"), _AVAILABLE, _available_line),
     (("cuda_visible_devices",), _CVD, _cvd_line),
     (("microsoft",), _WSL1, _wsl1_line),
     (("windows",), _WINVER, _hit("windows-build", build=1)),
@@ -324,9 +327,14 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
 _WORDS = re.compile("|".join(re.escape(w) for words, _, _ in _READERS for w in words))
 
 
+# a line that shows what fixed it, not the state asked about: the install there is the workaround
+_STATE_READERS = (_version_line, _index_line, _conda_line)
+
+
 def parse(all_lines: list[str]) -> Partial:
     p = Partial("prose and command lines")
     done: set[str] = set()
+    fixes = _workaround_lines(all_lines)
     for n, line in enumerate(all_lines):
         lower = line.lower()
         if not lower.strip() or line in done:
@@ -334,6 +342,8 @@ def parse(all_lines: list[str]) -> Partial:
         done.add(line)
         w = ""
         for words, pattern, handler in _READERS if _WORDS.search(lower) else ():
+            if n in fixes and handler in _STATE_READERS:
+                continue
             if any(word in lower for word in words):
                 m = (
                     pattern.search(line)
@@ -346,10 +356,15 @@ def parse(all_lines: list[str]) -> Partial:
         if not p.torch_gpus and _GPU_CONTEXT.search(lower):
             _gpu(p, line, w or where(n, line))
     _bare_driver(p, all_lines)
+    prose_said.repl(p, all_lines)
+    prose_said.driver_too_old(p, all_lines)
+    prose_said.cpu_build_said(p, all_lines)
     _memory_table(p, all_lines)
     _too_old(p)
     _script_output(p, all_lines)
-    _windows_pypi(p, all_lines)
+    prose_said.memory_in_use(p, all_lines)
+    prose_said.oom_said(p, all_lines)
+    _windows_pypi(p, all_lines, fixes)
     _wsl(p, all_lines)
     _windows_named(p, all_lines)
     p.hits = _capped(p.hits)
@@ -448,7 +463,27 @@ def _script_output(p: Partial, all_lines: list[str]) -> None:
 
 
 _WINDOWS = re.compile(r"\bWindows\s*(?:10|11|Server)\b|\bwin\s?(?:10|11)\b|Microsoft Windows \[", re.I)
-_PIP_TORCH = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^#\n]*(?<![\w-])torch(?:==[\d.]+)?(?![\w.+-])")
+_PIP_TORCH = re.compile(
+    r"\b(?:pip3?|uv\s+pip)\s+install\b[^#\n]*(?<![\w-])torch(?:==[\d.]+)?(?![\w.+-])"
+    # uv's other ways to install from PyPI (docs.astral.sh/uv/guides/integration/pytorch): `uv add torch`,
+    # `uv run --with torch`, `uvx --with torch`
+    r"|\buv\s+add\b[^#\n]*(?<![\w-])torch(?:==[\d.]+)?(?![\w.+-])"
+    r"|\b(?:uv\s+run|uvx)\b[^#\n]*--with[= ]\s*torch(?:==[\d.]+)?(?![\w.+-])"
+)
+# `uvx --with moshi`, `uv run --with X`, `uv add X` on a line that says it installed torch: torch came along
+# from PyPI as a dependency
+_UV_DEPENDENCY = re.compile(r"\b(?:uvx|uv\s+run)\b[^#\n]*--with\b|\buv\s+(?:add|sync)\b")
+_SAYS_TORCH = re.compile(r"(?<![\w-])(?:py)?torch(?![\w-])", re.I)
+# the reporter showing what fixed it: the next few lines are the workaround, not the state asked about
+_WORKAROUND = re.compile(
+    r"\b(?:quick[- ]?fix|work[- ]?around|hot[- ]?fix|the fix|my fix|fixed (?:it|this|the issue|the problem)"
+    r"|solved (?:it|this|the issue|the problem)|solution (?:is|was)|solves it|to fix (?:it|this))\b"
+    r"|解决(?:方法|方案|办法)|临时方案",
+    re.I,
+)
+_STILL = re.compile(
+    r"\bstill\b|\bsame (?:error|issue|problem)\b|didn'?t (?:work|help)|doesn'?t (?:work|help)|仍然|还是", re.I
+)
 _ELSEWHERE = re.compile(r"download\.pytorch\.org|index-url|\s-f\s|\+cu\d|\.whl\b|\bWSL\b|conda\s+install", re.I)
 
 
@@ -462,15 +497,37 @@ def _windows_named(p: Partial, all_lines: list[str]) -> None:
             return
 
 
-def _windows_pypi(p: Partial, all_lines: list[str]) -> None:
-    """`pip install torch` from PyPI on Windows installs the CPU-only build (PyPI's Windows wheels have no
-    CUDA). Only where the post names Windows and no line installs from anywhere else or under WSL."""
-    if "torch_cuda_built" in p.values or not any(_WINDOWS.search(line) for line in all_lines):
+def _workaround_lines(all_lines: list[str]) -> set[int]:
+    """The lines that show a workaround: one that names it ("The quick-fix is ...") and the next three
+    lines that are not blank, up to a heading; not where the same lines say it did not help."""
+    out: set[int] = set()
+    for n, line in enumerate(all_lines):
+        if not _WORKAROUND.search(line):
+            continue
+        block = [n]
+        for k in range(n + 1, min(len(all_lines), n + 12)):
+            if all_lines[k].lstrip().startswith("#") or len(block) > 3:
+                break
+            if all_lines[k].strip():
+                block.append(k)
+        if not any(_STILL.search(all_lines[k]) for k in block):
+            out.update(block)
+    return out
+
+
+def _windows_pypi(p: Partial, all_lines: list[str], fixes: set[int]) -> None:
+    """`pip install torch` (or uv's `uv add torch`, `uvx --with torch`) from PyPI on Windows installs the
+    CPU-only build (PyPI's Windows wheels have no CUDA). Only where the post names Windows and no line
+    installs from anywhere else or under WSL; a workaround the reporter shows (an index URL, a +cu tag
+    given as the fix) does not say what was installed first."""
+    if p.values.get("torch_cuda_built") is True or not any(_WINDOWS.search(line) for line in all_lines):
         return
-    if any(_ELSEWHERE.search(line) for line in all_lines):
+    if any(_ELSEWHERE.search(line) for n, line in enumerate(all_lines) if n not in fixes):
         return
     for n, line in enumerate(all_lines):
-        if _PIP_TORCH.search(line):
+        if n in fixes:
+            continue
+        if _PIP_TORCH.search(line) or (_UV_DEPENDENCY.search(line) and _SAYS_TORCH.search(line)):
             w = where(n, line)
             p.set("torch_cuda_built", False, w)
             p.set("torch_installed", True, w)

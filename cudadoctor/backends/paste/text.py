@@ -16,9 +16,26 @@ _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|br|p)\b[^>]*>", re.I)
 
 
+# typographic quotes as people's editors and translated posts write them (‘ ’ ‚ ‛ ′ “ ” „ ″): every reader's
+# patterns are written with ASCII quotes ("couldn't communicate", 'torchvision::nms')
+_TYPOGRAPHIC = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u2033": '"',
+    }
+)
+
+
 def lines(text: str) -> list[str]:
-    """The paste as lines: no CR, no colours, no fences, no quote markers, no tab surprises."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
+    """The paste as lines: no CR, no colours, no fences, no quote markers, no tab surprises, ASCII quotes."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "").translate(_TYPOGRAPHIC)
     text = _ANSI.sub("", text)
     raw_lines = text.split("\n")
     if len(raw_lines) > MAX_LINES:

@@ -206,4 +206,11 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
     broken = {"CD202", "CD205", "CD206", "CD215"}
     if any(x.code in broken and x.severity is Severity.ERROR for x in findings):
         findings = [x for x in findings if x.code != "CD200"]
+    # the kernel log's own reason the module did not load (a legacy-only GPU, the wrong module flavour,
+    # Secure Boot, nouveau, no module for this kernel) is what nvidia-smi's "couldn't communicate" follows from
+    module_roots = ("CD116", "CD117", "CD118", "CD119", "CD126")
+    root = next((x.code for x in findings if x.code in module_roots and x.severity is Severity.ERROR), None)
+    for x in findings:
+        if root is not None and x.code == "CD102" and x.cause is None:
+            x.cause = root
     return findings

@@ -1,11 +1,12 @@
 """Checkpoint errors in a paste: CUDA tensors loaded where CUDA is not, a wrapper's key prefix, and the texts
-(an LFS pointer, weights_only, shapes) whose codes are `cudadoctor ckpt`'s.
+(an LFS pointer, a truncated file, weights_only, shapes, missing and unexpected keys) whose codes are
+`cudadoctor ckpt`'s.
 """
 
 from __future__ import annotations
 
 from cudadoctor.facts.paste import PasteHit
-from cudadoctor.model import Finding, msg
+from cudadoctor.model import Finding, Fix, msg
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.paste.entries import DESERIALIZE, STATE_DICT_PREFIX
 
@@ -73,6 +74,20 @@ def checkpoint_errors(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                 ]
             )
         )
+    if "ckpt-truncated" in kinds:
+        h = kinds["ckpt-truncated"][0]
+        out.append(
+            ckpt.TRUNCATED.finding(
+                title=msg("The checkpoint file is truncated or damaged: {error}", error=h.text),
+                fix=[
+                    fix(
+                        "Download or copy it again, then check it",
+                        "sha256sum FILE",
+                        "cudadoctor ckpt inspect FILE",
+                    )
+                ],
+            )
+        )
     if "ckpt-weights-only" in kinds:
         h = kinds["ckpt-weights-only"][0]
         name = h.detail.get("global")
@@ -109,6 +124,62 @@ def checkpoint_errors(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                     fix(
                         msg("Or load the rest and replace the layer that differs"),
                         "model.load_state_dict({k: v for k, v in sd.items() if not k.startswith('fc.')}, strict=False)",
+                    ),
+                ],
+            )
+        )
+    if "state-dict-prefix" not in kinds:  # a wrapper's prefix explains the key lists (CD908, said first)
+        out += _key_lists(kinds)
+    return out
+
+
+def _compare_keys() -> Fix:
+    return fix(
+        msg("Compare the two key lists: a renamed layer, another model or configuration"),
+        "sd = torch.load(path, map_location='cpu')",
+        "print(sorted(set(model.state_dict()) ^ set(sd)))",
+    )
+
+
+def _key_lists(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """load_state_dict's "Missing key(s)" and "Unexpected key(s)" lists (CD640, CD641): what they name."""
+    from cudadoctor.rules.ckpt import entries as ckpt
+
+    out = []
+    if "ckpt-missing-keys" in kinds:
+        h = kinds["ckpt-missing-keys"][0]
+        out.append(
+            ckpt.MISSING.finding(
+                title=msg(
+                    "The model has keys the checkpoint lacks ({n}): {keys}",
+                    n=h.detail.get("n", "?"),
+                    keys=h.detail.get("keys", "?"),
+                ),
+                fix=[
+                    _compare_keys(),
+                    fix(
+                        "Only if the missing part is meant to start fresh (a new head): load the rest",
+                        "result = model.load_state_dict(sd, strict=False)",
+                        "print(result.missing_keys)",
+                    ),
+                ],
+            )
+        )
+    if "ckpt-unexpected-keys" in kinds:
+        h = kinds["ckpt-unexpected-keys"][0]
+        out.append(
+            ckpt.UNEXPECTED.finding(
+                title=msg(
+                    "The checkpoint has keys the model does not ({n}): {keys}",
+                    n=h.detail.get("n", "?"),
+                    keys=h.detail.get("keys", "?"),
+                ),
+                fix=[
+                    _compare_keys(),
+                    fix(
+                        "Only if those are meant to be dropped",
+                        "result = model.load_state_dict(sd, strict=False)",
+                        "print(result.unexpected_keys)",
                     ),
                 ],
             )

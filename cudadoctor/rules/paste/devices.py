@@ -118,6 +118,26 @@ def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Fi
     return out
 
 
+def _branch_and_flavour(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+    """The kernel log's two reasons the module refuses a GPU: its branch dropped it (NVRM "… supported through
+    the NVIDIA 580.xx Legacy drivers …", CD116), or the open module on a GPU without a GSP (CD126). The findings
+    are rules/kernel_module.py's own, from the line the paste shows."""
+    from cudadoctor.facts.platform import KernelModuleFacts
+    from cudadoctor.rules.kernel_module import _dropped, _flavour
+    from cudadoctor.rules.predicates import NeededFlavour
+
+    os_id = f.system.os_id if f.system is not None else None
+    out = []
+    if "legacy-branch" in kinds:
+        h = kinds["legacy-branch"][0]
+        out.append(_dropped(int(h.detail["branch"]), h.detail.get("driver"), h.text, os_id))
+    elif "gsp-required" in kinds:
+        # a GPU without a GSP is older than Turing: the proprietary module, on a branch that still drives it
+        line = kinds["gsp-required"][0].text
+        out.append(_flavour(NeededFlavour("proprietary", line=line), os_id, KernelModuleFacts(), True))
+    return out
+
+
 def kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """What modprobe and the kernel log say: Secure Boot, no module for this kernel, the open module
     flavour, nouveau, Xid errors."""
@@ -142,11 +162,14 @@ def kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
             )
         )
     if "module-not-built" in kinds:
-        h = kinds["module-not-built"][0]
+        built = [h for h in kinds["module-not-built"] if h.detail.get("kernel")]
+        h = (built or kinds["module-not-built"])[0]
         kernel = h.detail.get("kernel", "")
         out.append(
             NOT_BUILT.finding(
-                title=msg("No NVIDIA kernel module for the running kernel {kernel}", kernel=kernel),
+                title=msg("No NVIDIA kernel module for the running kernel {kernel}", kernel=kernel)
+                if kernel
+                else msg("The NVIDIA kernel module does not fit the running kernel: {error}", error=h.text),
                 fix=[
                     fix(msg("See what DKMS built, for which kernels"), "dkms status"),
                     fix(
@@ -158,6 +181,7 @@ def kernel_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                 ],
             )
         )
+    out += _branch_and_flavour(f, kinds)
     if "needs-open-module" in kinds:
         out.append(
             FLAVOUR.finding(

@@ -1,15 +1,17 @@
 """The libraries torch loads, as their errors show: an undefined symbol, a library or Windows DLL that cannot
-be opened, cuDNN's status codes, and extensions, torch.compile or torchvision built for another torch or CUDA.
+be opened, cuDNN's status codes, and extensions, torch.compile, Triton or torchvision built for another torch or
+CUDA, or an extension without kernels for the GPU.
 """
 
 from __future__ import annotations
 
 import re
 
+from cudadoctor.advice import install as install_advice
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
-from cudadoctor.knowledge import extension_modules
-from cudadoctor.model import Finding, Table, msg
+from cudadoctor.knowledge import extension_modules, triton_pins
+from cudadoctor.model import Finding, Fix, Table, msg
 from cudadoctor.rules.catalogue import fix, named
 from cudadoctor.rules.extensions import OTHER_TORCH
 from cudadoctor.rules.paste.entries import CANNOT_OPEN, CUDNN_STATUS, UNDEFINED_SYMBOL, WINDOWS_DLL
@@ -179,6 +181,104 @@ def cudnn_status(h: PasteHit) -> Finding:
     )
 
 
+_TRITON_PIN = (
+    "python -c \"from importlib.metadata import requires; print([r for r in requires('torch') if "
+    "r.startswith('triton')])\""
+)
+
+_PINNED = (
+    '"$(python -c "from importlib.metadata import requires; '
+    "print(next(r.split(';')[0] for r in requires('torch') if r.startswith('triton')))\")\""
+)
+
+
+def _triton_fixes(f: Facts, windows: bool) -> list[Fix]:
+    """The Triton this torch pins: on Linux read from torch's own metadata (exact for every release); on Windows
+    the triton-windows line for torch's minor (knowledge/triton_pins.py). Never a bare `pip install triton`:
+    the newest Triton is not torch's."""
+    t = f.torch
+    version = t.version if t is not None else None
+    out = [] if windows else [fix(msg("See which Triton this torch pins"), _TRITON_PIN)]  # none on Windows
+    line = triton_pins.windows_line(version) if windows else None
+    if line is not None:
+        major, minor = line.split(".")
+        spec = f'"triton-windows>={line},<{major}.{int(minor) + 1}"'
+        release = ".".join((version or "").split("+")[0].split(".")[:2])
+        out.append(
+            fix(
+                msg("Install the Triton {line} line that torch {torch} works with", line=line, torch=release),
+                install_advice.package_install(f, [spec]),
+            )
+        )
+    elif not windows:  # torch's own requirement, read from its metadata: exact whatever the release
+        out.append(fix(msg("Install the Triton this torch pins"), install_advice.package_install(f, [_PINNED])))
+    return out
+
+
+def _triton_mismatch(f: Facts, h: PasteHit) -> Finding:
+    from cudadoctor.rules.torch_compile import COMPILE_FAILED
+
+    windows = h.detail.get("windows") == "yes" or (f.system is not None and f.system.os == "Windows")
+    return COMPILE_FAILED.finding(
+        title=msg("Triton does not match this torch: {error}", error=h.text),
+        why=msg(
+            "torch.compile's inductor imports Triton's internals ({name} from {module}), which move between "
+            "Triton releases. Each torch release is built and tested against one Triton line and pins it; a newer "
+            "or older Triton (upgraded by another package, or triton-windows on Windows, which torch does not pin) "
+            "breaks the import.",
+            name=h.detail.get("name", "?"),
+            module=h.detail.get("module", "triton"),
+        ),
+        fix=_triton_fixes(f, windows),
+    )
+
+
+_ARCH_HERE = "$(python -c 'import torch; print(\"%d.%d\" % torch.cuda.get_device_capability())')"
+
+
+def _extension_no_kernel(f: Facts, h: PasteHit) -> Finding:
+    """ "no kernel image is available" raised in an extension's own op (mmcv#2201: built on an A100 for sm_80,
+    run on a V100): the extension was compiled without this GPU's architecture; torch is not in question."""
+    from cudadoctor.rules.extensions import NO_KERNELS
+    from cudadoctor.rules.paste.builds import gpus_with_cc
+
+    top = h.detail.get("package")
+    package = (extension_modules.distribution(top) or top) if top else None
+    gpus = gpus_with_cc(f)
+    archs = ";".join(sorted({cc for _, cc in gpus})) if gpus else _ARCH_HERE
+    if package and gpus:
+        title = msg("{package} has no kernels for {gpu}", package=package, gpu=gpus[0][0])
+    elif package:
+        title = msg("{package}'s CUDA code has no kernels for this GPU: {error}", package=package, error=h.text)
+    else:
+        title = msg("A CUDA extension's code has no kernels for this GPU: {error}", error=h.text)
+    windows = f.system is not None and f.system.os == "Windows"
+    arch = f'$env:TORCH_CUDA_ARCH_LIST="{archs}"' if windows else f'export TORCH_CUDA_ARCH_LIST="{archs}"'
+    name = package or "PACKAGE"
+    fixes = [
+        fix(
+            "Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)",
+            arch,
+            "python -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
+            f"--no-binary {name} {name}",
+        ),
+        fix(
+            msg("Or, built from a source checkout: rebuild it there"),
+            arch,
+            "python -m pip install --no-build-isolation -e .",
+        ),
+    ]
+    return NO_KERNELS.finding(
+        title=title,
+        why=msg(
+            "{page} The failing call is the extension's own ({frame}).",
+            page=msg(NO_KERNELS.explanation),
+            frame=h.detail.get("frame", "?"),
+        ),
+        fix=fixes,
+    )
+
+
 def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """Extensions built, or torchvision installed, for another torch or CUDA."""
     from cudadoctor.rules.extensions import OTHER_CUDA
@@ -217,22 +317,26 @@ def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                     "torch.compile cannot build its kernels: {error}", error=kinds["compile-toolchain-missing"][0].text
                 ),
                 fix=[
-                    fix(
-                        msg("Install Triton for this torch (Linux; it comes with torch's CUDA wheels)"),
-                        "python -m pip install triton",
-                    ),
+                    *_triton_fixes(f, f.system is not None and f.system.os == "Windows"),
                     fix(msg("And a C compiler (Debian, Ubuntu)"), "sudo apt-get install -y build-essential"),
                     fix(msg("Or run without compiling"), "torch._dynamo.config.suppress_errors = True"),
                 ],
             )
         )
+    if "triton-mismatch" in kinds:
+        out.append(_triton_mismatch(f, kinds["triton-mismatch"][0]))
+    if "extension-no-kernel" in kinds:
+        out.append(_extension_no_kernel(f, kinds["extension-no-kernel"][0]))
     if "torchvision-mismatch" in kinds:
+        h = kinds["torchvision-mismatch"][0]
         out.append(
             COMPANION.finding(
                 title=msg(
-                    "torchvision's operators are missing: it was built for another torch ({error})",
-                    error=kinds["torchvision-mismatch"][0].text,
-                ),
+                    "torchvision has no CUDA kernel for {op}: a CPU-only torchvision, or one built for another torch",
+                    op=h.detail.get("op", "?"),
+                )
+                if h.detail.get("backend") == "CUDA"
+                else msg("torchvision's operators are missing: it was built for another torch ({error})", error=h.text),
                 fix=[
                     fix(msg("See both versions"), "python -m pip list | grep -E '^(torch|torchvision) '"),
                     fix(
