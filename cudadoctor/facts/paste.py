@@ -27,6 +27,10 @@ NOT_ERRORS = frozenset(
         "says-gpu-unsupported",
         "pypi-windows",
         "gpu-ran",
+        "says-no-nvidia-gpu",
+        "cuda-version-said",
+        "p2p-fixes",
+        "error-in-screenshot",
     }
 )
 

@@ -225,3 +225,130 @@ def test_no_cuda_gpus_wordings(line: str) -> None:
 
 def test_no_cuda_gpus_needs_the_words() -> None:
     assert "no-cuda-gpus" not in kinds("CUDA GPUs are available here, and no one else uses them.\n")
+
+
+# --- the C / C++ runtime older than torch's build needs -----------------------------------------------------
+
+
+def test_glibc_too_old_for_torch() -> None:
+    # pytorch/pytorch#14274: torch 1.0 on CentOS 6 (glibc 2.12), the line as posted (plain quotes, newer glibc's)
+    code, found = triage(
+        "`from torch._C import *`\n"
+        "`ImportError: /lib64/libc.so.6: version 'GLIBC_2.14' not found (required by "
+        "/home/u/conda_packages/lib/python3.6/site-packages/torch/lib/libshm.so)`\n"
+    )
+    assert code == 1 and found["CD211"]["severity"] == "error"
+    assert "GLIBC_2.14" in found["CD211"]["title"] and "libshm.so" in found["CD211"]["title"]
+    assert any("ldd --version" in c for x in found["CD211"]["fix"] for c in x["commands"])
+    # the backquoted form older glibc prints, wrapped by a terminal
+    code, found = triage(
+        "ImportError: /lib64/libc.so.6: version `GLIBC_2.17' not found (required by\n"
+        "/opt/venv/lib/python3.8/site-packages/torch/lib/libtorch_cpu.so)\n"
+    )
+    assert code == 1 and "GLIBC_2.17" in found["CD211"]["title"]
+
+
+def test_glibcxx_too_old_in_conda() -> None:
+    # pytorch/pytorch#87279: the system's libstdc++ loaded for a conda-forge torch
+    code, found = triage(
+        "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+        "/home/u/miniconda3/envs/a/lib/python3.10/site-packages/torch/lib/libtorch_python.so)\n"
+    )
+    assert code == 1 and "GLIBCXX_3.4.30" in found["CD211"]["title"]
+    commands = [c for x in found["CD211"]["fix"] for c in x["commands"]]
+    assert "conda install -c conda-forge libstdcxx-ng" in commands
+    # pytorch/pytorch#172259: the environment's own, older libstdc++, typographic quotes
+    _, found = triage(
+        "ImportError: /opt/conda/envs/py_3.10/bin/../lib/libstdc++.so.6: version ‘GLIBCXX_3.4.32’ not found "
+        "(required by /opt/conda/envs/py_3.10/lib/python3.10/site-packages/torch/lib/libtorch_python.so)\n"
+    )
+    assert "CD211" in found and "/opt/conda/envs/py_3.10/bin/../lib/libstdc++.so.6" in found["CD211"]["why"]
+
+
+def test_runtime_too_old_for_another_library_is_not_torchs_import() -> None:
+    # executorch#14679: another package's extension needs the newer libstdc++; torch's import is not in question
+    paste = (
+        "ImportError: /opt/conda/envs/py_3.10/bin/../lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found "
+        "(required by /opt/conda/envs/py_3.10/lib/python3.10/site-packages/executorch/extension/pybindings/"
+        "_portable_lib.cpython-310-aarch64-linux-gnu.so)\n"
+    )
+    assert kinds(paste) == ["runtime-too-old"]
+    code, found = triage(paste)
+    assert "CD211" not in found and code == 3
+
+
+# --- a program's own words for libcuda it could not dlopen --------------------------------------------------
+
+
+def test_cuda_python_dlopen_under_wsl() -> None:
+    # NVIDIA/cuda-python#17: cuInit under WSL2, libcuda in /usr/lib/wsl/lib
+    code, found = triage(
+        "File ~/miniconda3/envs/dev/lib/python3.8/site-packages/cuda/_cuda/ccuda.pyx:424, in "
+        "cuda._cuda.ccuda.cuPythonInit()\n\nRuntimeError: Failed to dlopen libcuda.so\n```\n\n"
+        "This is because in a WSL environment `libcuda.so` lives in `/usr/lib/wsl/lib` which is not in the default "
+        "search path of dlopen.\n"
+    )
+    assert code == 1 and found["CD905"]["severity"] == "error"
+    commands = [c for x in found["CD905"]["fix"] for c in x["commands"]]
+    assert "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH" in commands
+    # the newer wording, outside WSL: no driver where it ran
+    code, found = triage("RuntimeError: Failed to dlopen libcuda.so.1\n")
+    assert code == 1 and "libcuda.so.1" in found["CD905"]["title"] and "wsl" not in found["CD905"]["title"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Triton's libcuda_dirs (backends/nvidia/driver.py)
+        "AssertionError: libcuda.so cannot found!\n",
+        # Numba's DRIVER_NOT_FOUND_MSG
+        "numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: \nCUDA driver library cannot be found.\n",
+        # cudarc (src/lib.rs)
+        "thread 'main' panicked at cudarc-0.11.9/src/lib.rs:98:5:\nUnable to dynamically load the \"cuda\" shared "
+        'library - searched for library names: ["cuda", "nvcuda"]\n',
+    ],
+)
+def test_other_programs_cannot_load_libcuda(line: str) -> None:
+    code, found = triage(line)
+    assert code == 1 and found["CD905"]["severity"] == "error"
+
+
+def test_triton_libcuda_fix_is_the_loader_cache() -> None:
+    _, found = triage("AssertionError: libcuda.so cannot found!\n")
+    assert "Triton" in found["CD905"]["title"]
+    assert "sudo ldconfig" in [c for x in found["CD905"]["fix"] for c in x["commands"]]
+
+
+def test_numba_sysinfo_is_not_a_missing_library() -> None:
+    # numba -s: "cannot be found or no CUDA enabled devices are present" says either
+    assert kinds("CUDA driver library cannot be found or no CUDA enabled devices are present.\n") == []
+
+
+# --- a crash while importing torch or a torch-based package -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        # Lightning-AI/pytorch-lightning#4224: zsh's wording, the import named in the prose
+        "```import torch\nimport pytorch_lightning as pl\n```\nThe import of pytorch_lightning fails immediately "
+        "with the error: 29144 segmentation fault (core dumped)  python\n",
+        # bash's wording under a one-line import
+        '$ python -c "import torch"\nSegmentation fault (core dumped)\n',
+        # faulthandler's, over the import machinery's frames
+        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n  File "
+        '"/venv/lib/python3.10/site-packages/torch/__init__.py", line 229 in <module>\n  File '
+        '"<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed\n',
+    ],
+)
+def test_segfault_while_importing_torch(paste: str) -> None:
+    assert "import-segfault" in kinds(paste)
+    code, found = triage(paste)
+    assert code == 3 and "CD901" in found
+
+
+def test_segfault_while_training_is_not_an_import_crash() -> None:
+    assert "import-segfault" not in kinds(
+        "import torch\nmodel = Net().cuda()\nEpoch 1/10 loss 0.53\nSegmentation fault (core dumped)\n"
+    )
+    assert "import-segfault" not in kinds("import cv2\nSegmentation fault (core dumped)\n")

@@ -624,3 +624,169 @@ def test_gpu_memory_in_use_said_in_words_means_the_gpu_ran(line: str) -> None:
 )
 def test_gpu_memory_a_model_would_need_or_beside_a_failure_is_not_a_run(paste: str) -> None:
     assert "gpu-ran" not in kinds(paste)
+
+
+@pytest.mark.parametrize(
+    ("paste", "version", "cuda"),
+    [
+        # pytorch/pytorch#28752
+        ("RTX 2080Ti\npytorch 0.4.1_cuda9.2_cudnn7.1.4\n", "0.4.1", "9.2"),
+        ("GPU: GeForce RTX 2080 Ti\npytorch 1.0.0 py3.7_cuda9.0.176_cudnn7.4.1_1\n", "1.0.0", "9.0"),
+    ],
+)
+def test_a_conda_build_string_names_torchs_cuda(paste: str, version: str, cuda: str) -> None:
+    """A CUDA 9 build has no kernels for a Turing GPU (sm_75 needs CUDA 10): CD205, an error."""
+    p = parsed(paste)
+    assert (p.values["torch_version"], p.values["torch_cuda"]) == (version, cuda)
+    assert codes(paste).get("CD205") == "error"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        # pytorch/pytorch#39028
+        "I am not using NVIDIA GPU , but i have Intel HD graphics 4000.\n",
+        "My laptop only has Intel UHD graphics, and torch.cuda.is_available() is False\n",
+        "我的电脑没有N卡，只有核显\n",
+    ],
+)
+def test_the_person_says_there_is_no_nvidia_gpu(paste: str) -> None:
+    assert "says-no-nvidia-gpu" in kinds(paste)
+    assert codes(paste).get("CD108") == "error"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "I don't have an NVIDIA GPU on this laptop, but the server has a RTX 3090\n",
+        "What if I don't have an NVIDIA GPU?\n",
+        "RuntimeError: No NVIDIA GPU found\n",
+        "如果没有N卡可以用CPU吗\n",
+    ],
+)
+def test_no_nvidia_gpu_is_not_read_beside_one_or_hedged(paste: str) -> None:
+    assert "says-no-nvidia-gpu" not in kinds(paste)
+
+
+@pytest.mark.parametrize(
+    ("paste", "container"),
+    [
+        # pytorch/pytorch#39028: a log banner is no Dockerfile
+        ("====== DIW NETWORK TRAIN FROM Ours_Bilinear=======\n", False),
+        ("FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\nRUN pip install torch\n", True),
+        ("FROM python:3.10-slim AS base\n", True),
+        ("I start from `FROM ${BASE_IMAGE}`\n", True),
+    ],
+)
+def test_a_dockerfile_from_only_at_a_line_start(paste: str, container: bool) -> None:
+    assert ("container-context" in kinds(paste)) is container
+
+
+@pytest.mark.parametrize(
+    ("paste", "value"),
+    [
+        # huggingface/accelerate#1848: accelerate's own source, quoted
+        ('            current_env["CUDA_VISIBLE_DEVICES"] = gpu_ids # this line is never be executed\n', None),
+        ('export CUDA_VISIBLE_DEVICES="$GPUS"\n', None),
+        ('os.environ["CUDA_VISIBLE_DEVICES"] = "7"\n', "7"),
+        ('CUDA_VISIBLE_DEVICES="" python train.py\n', ""),
+    ],
+)
+def test_a_visible_devices_variable_in_code_is_not_a_setting(paste: str, value: str | None) -> None:
+    assert parsed(paste).env.get("CUDA_VISIBLE_DEVICES") == value
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "value"),
+    [
+        # LISTatSNU wellness #17
+        (
+            "torch.cuda.is_available() 을 확인하여보면 분명히 TRUE로 나오는데 그냥 CPU로 학습을 시작하여",
+            "torch_available",
+            True,
+        ),
+        ("torch.cuda.is_available() 결과가 False 입니다", "torch_available", False),
+        # Lightning-AI/pytorch-lightning#4224
+        ("I am using pytorch-dev 1.7.0 as it is required for cuda11", "torch_version", "1.7.0"),
+        # hiyouga/LLaMA-Factory#3545
+        ("系统是WIN11，pytorch有，cuda12.2", "torch_installed", True),
+        # hiyouga/LLaMA-Factory#3228 (transformers' examples log TrainingArguments' device and n_gpu)
+        (
+            "[INFO|parser.py:242] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed "
+            "training: False,",
+            "torch_available",
+            False,
+        ),
+    ],
+)
+def test_more_phrasings(line: str, key: str, value: object) -> None:
+    assert parsed(line).values[key] == value
+
+
+def test_the_trainer_on_cpu_asked_for_is_not_torch_seeing_no_gpu() -> None:
+    paste = "--use_cpu True\nProcess rank: 0, device: cpu, n_gpu: 0, distributed training: False\n"
+    assert "torch_available" not in parsed(paste).values
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "docker运行轻量级版本出现no cuda gpu aviliable",
+        "在docker中运行时报错",
+        "I am running it in docker",
+        "in Docker Desktop",
+    ],
+)
+def test_running_in_docker_said_in_words(line: str) -> None:
+    # duix.avatar #307 (the first line)
+    assert parsed(line).values.get("in_container") is True
+
+
+@pytest.mark.parametrize("line", ["I use docker-compose up", "pulled from in docker hub", "docker is installed"])
+def test_docker_named_is_not_running_in_one(line: str) -> None:
+    assert "in_container" not in parsed(line).values
+
+
+def test_docker_run_with_no_cuda_gpu_is_a_container_without_one() -> None:
+    # duix.avatar #307
+    paste = "docker运行轻量级版本出现no cuda gpu aviliable，wsl ubuntu里直接运行nvidia-smi能出现cuda12.4\n"
+    assert codes(paste).get("CD910") == "warning"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        # LISTatSNU FastMRI_challenge #197
+        "![image](https://github.com/LISTatSNU/FastMRI_challenge/assets/1/6fe8.png)\n\n"
+        "안녕하세요. 이틀 전부터 위와 같은 에러가 뜨는데, 혹시 현재 gpu 관련 이슈가 있는지 문의드립니다.\n",
+        '<img width="600" src="https://example.com/a.png">\nI get this CUDA error when training\n',
+    ],
+)
+def test_a_screenshot_for_the_error_is_something_to_diagnose(paste: str) -> None:
+    assert "error-in-screenshot" in kinds(paste)
+    code, out = triage(paste)
+    assert code != 2 and "nothing to diagnose" not in out
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "![image](https://example.com/a.png)\nRuntimeError: CUDA error: out of memory\n",
+        "![cat](https://example.com/cat.png)\nMy cat sleeps on the keyboard.\n",
+    ],
+)
+def test_a_screenshot_beside_the_error_text_or_off_topic_is_not_read(paste: str) -> None:
+    assert "error-in-screenshot" not in kinds(paste)
+
+
+def test_nccl_p2p_disable_shown_as_the_fix_is_p2p_unavailable() -> None:
+    # dice-group/dice-embeddings #212
+    paste = (
+        "The following code odes not work\n"
+        "`CUDA_VISIBLE_DEVICES=0,1 torchrun --standalone --nnodes=1 --nproc_per_node=2 run.py`\n"
+        "Disabling NCCL does the trich\n"
+        "```\nNCCL_P2P_DISABLE=1\nCUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 run.py\n```\n"
+    )
+    assert codes(paste).get("CD161") == "warning"
+    still = paste.replace("Disabling NCCL does the trich", "Disabling NCCL P2P still does not help")
+    assert "CD161" not in codes(still)

@@ -171,6 +171,17 @@ def test_no_kernel_image_on_a_named_blackwell_gpu_is_the_build_lacking_its_archi
     assert "CD205" not in {f.code for f in older.findings}
 
 
+def test_no_cuda_gpus_in_a_container_says_the_container_likely_has_no_gpu():
+    post = "I run it in a docker container\ndocker compose up\nRuntimeError: No CUDA GPUs are available\n"
+    rep = diagnose(read(post))
+    cd910 = next(f for f in rep.findings if f.code == "CD910")
+    assert cd910.severity.value == "warning" and "likely" in cd910.title
+    assert any("--gpus all" in c for fx in cd910.fix for c in fx.commands)
+    # Lightning's wording is also what a CPU-only torch gives: the container is not blamed
+    lightning = "inside the docker container\nMisconfigurationException: GPUs requested but none are available.\n"
+    assert "CD910" not in {f.code for f in diagnose(read(lightning)).findings}
+
+
 def test_the_verdict_names_what_the_paste_did_not_show():
     rep = diagnose(read(paste("nvml_mismatch.txt")))
     assert rep.scope is not None and "not checked" in rep.scope and "torch" in rep.scope

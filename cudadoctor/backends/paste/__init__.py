@@ -218,6 +218,10 @@ def _derive(values: dict[str, Any], pkgs: dict[str, str], conda: dict[str, tuple
         elif version.endswith("+cpu"):
             values["torch_cuda_built"] = False
             paste.derived.append(PasteSeen("torch CUDA build", "no (CPU-only)", f"the +cpu tag of {version}"))
+    if values.get("torch_available") is True and "torch_cuda_built" not in values:
+        # a CPU-only build's is_available() is always False: True says the build has CUDA (or ROCm's HIP)
+        values["torch_cuda_built"] = True
+        paste.derived.append(PasteSeen("torch CUDA build", "yes", "torch.cuda.is_available() is True"))
     runtime = next((v for k, v in pkgs.items() if re.fullmatch(r"nvidia-cuda-runtime(-cu\d+)?", k)), None)
     if "torch_cuda_built" not in values and "torch" in pkgs and runtime and "pytorch" not in conda:
         cuda = text.major_minor(runtime)

@@ -195,14 +195,100 @@ def _undefined_symbol(p: Partial, m: re.Match[str]) -> None:
 
 
 def _cannot_open(p: Partial, m: re.Match[str]) -> None:
-    lib = m.group("lib")
+    _library_missing(p, m, m.group("lib"))
+
+
+def _library_missing(p: Partial, m: re.Match[str], lib: str, by: str | None = None) -> None:
     if "nvidia-container-cli" in m.string[max(0, m.start() - 160) : m.start()]:
         return  # the container hook on the host failed to load it: nvidia-container-cli's error says so
-    p.hits.append(Hit("cannot-open-library", short(m.group(0)), {"library": lib}))
+    p.hits.append(Hit("cannot-open-library", short(m.group(0)), {"library": lib, **({"by": by} if by else {})}))
     if lib.startswith("libnvidia-ml"):
         p.set("nvml_status", "LIBRARY_NOT_FOUND", _W)
-    if lib.startswith("libcuda.so"):
+    if lib.startswith("libcuda.so") and by is None:  # the loader's own words; a program's search can miss it
         p.set("libcuda_found", False, _W)
+
+
+def _dlopen(by: str | None = None, lib: str | None = None) -> Callable[[Partial, re.Match[str]], None]:
+    """A program's own words for a library its dlopen did not find: the library named in the text (group lib or
+    name), or the one the wording is about."""
+
+    def handler(p: Partial, m: re.Match[str]) -> None:
+        named = m.groupdict().get("lib") or (m.groupdict().get("name") and f"lib{m.group('name')}.so")
+        _library_missing(p, m, named or lib or "libcuda.so", by)
+
+    return handler
+
+
+# a shared object of torch's own (the wheel's torch/lib, its extension module torch/_C)
+_TORCH_LIB = re.compile(r"(?:^|[/\\])torch[/\\](?:lib[/\\]|_C\b)|(?:^|[/\\])lib(?:torch|c10|shm)\w*\.so")
+
+
+def _runtime_too_old(p: Partial, m: re.Match[str]) -> None:
+    """The loader's "version `GLIBCXX_3.4.30' not found (required by …)": the C (glibc) or C++ (libstdc++)
+    runtime found is older than the library was built against. It is torch's import that failed when the library
+    is torch's own, or the failing frame is torch's __init__ (`from torch._C import *`)."""
+    lib = (m.group("lib") or "").rstrip(".,;:`'\"")
+    before = m.string[max(0, m.start() - 600) : m.start()]
+    torch = bool(_TORCH_LIB.search(lib)) or bool(
+        re.search(r"[/\\]torch[/\\]__init__\.py\W.{0,300}$|from torch\._C import[^\n]{0,200}$", before)
+    )
+    detail = {"version": m.group("version").rstrip("."), "family": m.group("family")}
+    if m.group("runtime"):
+        detail["runtime"] = m.group("runtime")
+    if lib:
+        detail["library"] = lib
+    if torch:
+        detail["torch"] = "yes"
+        p.set("torch_installed", True, _W)
+    p.hits.append(Hit("runtime-too-old", short(m.group(0)), detail))
+
+
+# what a torch-based import is: torch's own packages, Lightning, and the CUDA extensions cudadoctor knows
+_IMPORT = re.compile(
+    r"\bimport(?:ing)?\s+(?:of\s+)?(?P<mod>[A-Za-z_]\w*)|\bfrom\s+(?P<pkg>[A-Za-z_]\w*)[\w.]*\s+import\b", re.I
+)
+# what shows the crash came later than the import: a program running (an assignment, a call on the GPU, training)
+_RAN = re.compile(
+    r"=|\.(?:cuda|to|fit|train|backward|forward|step)\(|\b(?:epoch|loss|iteration|training|inference|batch)\b", re.I
+)
+
+
+def _torch_based(module: str) -> bool:
+    from cudadoctor.knowledge import extension_modules
+
+    return (
+        module.startswith("torch")
+        or module in ("pytorch_lightning", "lightning")
+        or extension_modules.distribution(module) is not None
+    )
+
+
+def _import_segfault(p: Partial, m: re.Match[str]) -> None:
+    """A crash (SIGSEGV) while importing torch or a torch-based package: the shell's "Segmentation fault (core
+    dumped)" (bash; zsh's "segmentation fault (core dumped)  python") right after an import of it, with the word
+    import in between (`python -c "import torch"`, "the import of X fails with"), or faulthandler's "Fatal Python
+    error: Segmentation fault" over the import machinery's frames. A crash after the program ran is not this."""
+    for x in re.finditer(re.escape(m.group(0)), m.string):
+        module = _crashed_import(m.string, x.start(), x.end())
+        if module is not None:
+            p.hits.append(Hit("import-segfault", short(m.group(0)), {"module": module}))
+            return
+
+
+def _crashed_import(text: str, start: int, end: int) -> str | None:
+    after = text[end : end + 2000]
+    if re.search(r"<frozen importlib\._bootstrap", after):
+        # the installed package each frame is in (the folder under site-packages)
+        frames = re.findall(r'File "[^"]*?[/\\](?:site|dist)-packages[/\\](\w+)[/\\.][^"]*", line \d+', after)
+        return next((f for f in frames if _torch_based(f)), None)
+    before = text[max(0, start - 300) : start]
+    imports = [i for i in _IMPORT.finditer(before) if _torch_based(i.group("mod") or i.group("pkg"))]
+    said = list(re.finditer(r"\bimport(?:ing|ed|s)?\b", before, re.I))
+    if not imports or not said:
+        return None
+    if _RAN.search(before[min(imports[-1].end(), said[-1].end()) :]):
+        return None
+    return imports[-1].group("mod") or imports[-1].group("pkg")
 
 
 def _win_dll(p: Partial, m: re.Match[str]) -> None:
@@ -418,6 +504,32 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"undefined symbol: (?P<sym>[A-Za-z_][\w@.]*)"), _undefined_symbol),
     (re.compile(_SO + r": cannot open shared object file"), _cannot_open),
+    # a program that dlopens CUDA's libraries itself, in its own words: cuda-python (cuda/_cuda/ccuda.pyx:
+    # "Failed to dlopen libcuda.so", later "libcuda.so.1"), Triton (backends/nvidia/driver.py libcuda_dirs:
+    # "libcuda.so cannot found!"), Numba (cuda/cudadrv/driver.py DRIVER_NOT_FOUND_MSG; numba -s adds "or no CUDA
+    # enabled devices are present", which is not only this), cudarc (src/lib.rs: "Unable to dynamically load the
+    # \"cuda\" shared library")
+    (re.compile(r"Failed to dlopen " + _SO), _dlopen("dlopen")),
+    (re.compile(r"libcuda\.so cannot found"), _dlopen("triton", "libcuda.so")),
+    (re.compile(r"CUDA driver library cannot be found(?! or no CUDA)"), _dlopen("numba", "libcuda.so")),
+    (
+        re.compile(
+            r"Unable to dynamically load the \\?\"?(?P<name>cuda|nvrtc|cublas|cublasLt|curand|cudnn|nccl)\\?\"? shared"
+        ),
+        _dlopen("cudarc"),
+    ),
+    # glibc's loader (elf/dl-version.c: "version `%s' not found (required by %s)"; newer releases quote it
+    # 'like this'): the C runtime (GLIBC_) or C++ runtime (GLIBCXX_, CXXABI_) found is older than the library needs
+    (
+        re.compile(
+            r"(?:(?P<runtime>[^\s:`'\"]*lib(?:c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so[\d.]*):\s*)?version\s+[`'‘’\"]?"
+            r"(?P<version>(?P<family>GLIBCXX|GLIBC|CXXABI)_\d+(?:\.\d+)*)[`'‘’\"]?\s+not\s+found"
+            r"(?:\s*\(required\s+by\s+(?P<lib>[^)\s]+)\s*\))?"
+        ),
+        _runtime_too_old,
+    ),
+    # a crash while importing (bash, zsh, faulthandler)
+    (re.compile(r"(?:Fatal Python error: )?\bsegmentation fault\b(?: \(core dumped\))?", re.I), _import_segfault),
     (
         re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""),
         _win_dll,

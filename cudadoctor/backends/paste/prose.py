@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from cudadoctor.backends.paste import prose_said
+from cudadoctor.backends.paste import prose_more, prose_said
 from cudadoctor.backends.paste.model import Gpu, Hit, Partial
 from cudadoctor.backends.paste.text import short, where
 
@@ -32,9 +32,12 @@ _GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|de
 
 _TORCH_VERSION = re.compile(
     # ASCII word edges: a Chinese or Korean word may touch the name or the number ("我的torch版本是1.8.0")
-    r"(?:(?<![A-Za-z0-9_])(?:torch|pytorch)|\(you have)(?:\s*(?:version|版本|버전))?\s*(?:\*\*)?"
+    # "pytorch-dev 1.7.0", "pytorch-nightly 1.8.0": the dev builds' names
+    r"(?:(?<![A-Za-z0-9_])(?:torch|pytorch)(?:-dev|-nightly)?|\(you have)(?:\s*(?:version|版本|버전))?\s*(?:\*\*)?"
     r"\s*(?:是|为|為|은|는|：)?\s*[:=-]*\s*(?:==)?\s*v?"
-    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)(?![0-9A-Za-z_])",
+    # a conda build string may follow ("0.4.1_cuda9.2_cudnn7.1.4"): the version is all of "0.4.1", never "0.4"
+    r"(?P<v>\d\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d+|a0|rc\d)?(?:\+(?:cu\d{2,3}|cpu|rocm[\d.]+))?)"
+    r"(?![0-9A-Za-z]|_(?!cuda\d)|\.\d)",
     re.I,
 )
 _WHEEL_TAG = re.compile(r"(?<![\w.])(?P<v>\d\.\d{1,2}\.\d{1,2}(?:\.dev\d+)?\+(?:cu\d{2,3}|cpu))(?![\w.])")
@@ -51,6 +54,8 @@ _CVD = re.compile(
     r"""(?:CUDA_VISIBLE_DEVICES['"]?\s*\]?\s*=\s*|CUDA_VISIBLE_DEVICES=|setenv\s+CUDA_VISIBLE_DEVICES\s+)"""
     r"""['"]?(?P<v>[0-9][0-9,\s]*|)['"]?"""
 )
+# `current_env["CUDA_VISIBLE_DEVICES"] = gpu_ids`, `CUDA_VISIBLE_DEVICES="$GPUS"`: a variable, not a value
+_CVD_VARIABLE = re.compile(r"""[A-Za-z_$({%<]""")
 # "torch.cuda.available()" is a common misspelling of is_available() (torch/cuda/__init__.py has no
 # `available`): said with an answer, it reports is_available()
 _AVAILABLE = re.compile(
@@ -58,12 +63,23 @@ _AVAILABLE = re.compile(
     r"\s*[`*]*\s*(?P<v>True|False)\b",
     re.I,
 )
+# the same said in Korean: "torch.cuda.is_available() 을 확인하여보면 분명히 TRUE로 나오는데" (a particle, a few
+# Korean words, then the answer with its particle: "TRUE로", "False가", "True 입니다")
+_AVAILABLE_KO = re.compile(
+    r"(?:is_available|cuda\.available)(?:\(\))?[`*\s]*[\s\uac00-\ud7af]{0,30}?[`*]*(?P<v>True|False)[`*]*"
+    r"(?=\s*(?:로|으로|가|이|라고|입니다|이에요|나와|나오|반환|출력))",
+    re.I,
+)
 _WINVER = re.compile(r"Microsoft Windows \[(?:Version|版本)\s+10\.0\.(\d{5})")
 _LINUX_DRIVER_INSTALL = re.compile(
     r"\bapt(?:-get)?\s+install\s+(?:-y\s+)?(nvidia-driver-\d+|cuda-drivers|nvidia-dkms-\d+)"
 )
 _CONTAINER_CONTEXT = re.compile(
-    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose|container|image)s?\b|\bDockerfile\b|\bFROM\s+\S+|(?:nvidia/cuda|pytorch/pytorch):\S+"
+    r"\bnvidia-docker\b|\bdocker\s+(?:run|build|compose|container|image)s?\b|\bDockerfile\b|(?:nvidia/cuda|pytorch/pytorch):\S+"
+    # a Dockerfile's FROM instruction (docs.docker.com/reference/dockerfile/#from): at the start of a line or a
+    # code span, then an image reference and maybe "AS name"; not a log banner's "TRAIN FROM Ours_Bilinear"
+    r"|(?:^\s*|`)FROM\s+(?:--platform=\S+\s+)?(?:\$\{?\w+\}?|[a-z0-9][a-z0-9._/-]*(?::[\w.${}-]+)?(?:@sha256:[0-9a-f]+)?)"
+    r"(?:\s+(?:AS|as)\s+[\w.-]+)?\s*(?:`|$)"
     r"|\bsingularity\s+(?:exec|run|shell|build)\b|\bapptainer\b|\bpodman\s+run\b"
 )
 _IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
@@ -126,7 +142,12 @@ _SMALLER_BATCH = re.compile(
     rf"|{_BATCH}\S*[^.\n]{{0,40}}?(?:줄이|줄였|调小|减小|减少|降低|改小)|(?:调小|减小|减少|降低|改小)(?:了)?\s*{_BATCH}",
     re.I,
 )
-_IN_CONTAINER = re.compile(r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器", re.I)
+_IN_CONTAINER = re.compile(
+    r"inside (?:the |a )?(?:docker )?container|in (?:the |a )?docker container|容器"
+    # "running in docker", "in Docker Desktop", "docker运行", "在docker中运行"; not "docker-compose", Docker Hub
+    r"|\bin(?:side)?\s+(?:a\s+|the\s+|my\s+)?docker\b(?![-\w.]|\s*hub)|docker\s*(?:中|里|内)?\s*运行|在\s*docker",
+    re.I,
+)
 
 
 def _torch(p: Partial, version: str, w: str) -> None:
@@ -225,6 +246,8 @@ def _available_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
 
 
 def _cvd_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    if not m.group("v") and _CVD_VARIABLE.match(line[m.end() : m.end() + 1]):
+        return  # a variable's name, in code: not a value the person set
     if "CUDA_VISIBLE_DEVICES" not in p.env:
         p.env["CUDA_VISIBLE_DEVICES"] = m.group("v").replace(" ", "")
         p.hits.append(Hit("visible-devices-set", short(line, 160), {"value": p.env["CUDA_VISIBLE_DEVICES"]}))
@@ -299,6 +322,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("download.pytorch.org",), _INDEX, _index_line),
     (("conda", "cpu", "pytorch "), _ALWAYS, _conda_line),
     (("is_available", "cuda.available"), _AVAILABLE, _available_line),
+    (("is_available", "cuda.available"), _AVAILABLE_KO, _available_line),
     (("cuda_visible_devices",), _CVD, _cvd_line),
     (("microsoft",), _WSL1, _wsl1_line),
     (("windows",), _WINVER, _hit("windows-build", build=1)),
@@ -315,7 +339,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     # WSL2's driver libraries live there (the Windows driver mounts them): this is WSL2
     (("/usr/lib/wsl",), _WSL_LIB, lambda p, line, w, m: p.set("wsl", True, w)),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
-    (("container", "容器"), _IN_CONTAINER, _in_container_line),
+    (("container", "容器", "docker"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),
     (("capabilit",), _GPU_UNSUPPORTED, _hit("says-gpu-unsupported")),
     (("cpu",), _DEVICES_SPLIT, _split_line),
@@ -356,6 +380,7 @@ def parse(all_lines: list[str]) -> Partial:
         if not p.torch_gpus and _GPU_CONTEXT.search(lower):
             _gpu(p, line, w or where(n, line))
     _bare_driver(p, all_lines)
+    prose_more.conda_build(p, all_lines)
     prose_said.repl(p, all_lines)
     prose_said.driver_too_old(p, all_lines)
     prose_said.cpu_build_said(p, all_lines)
@@ -367,6 +392,11 @@ def parse(all_lines: list[str]) -> Partial:
     _windows_pypi(p, all_lines, fixes)
     _wsl(p, all_lines)
     _windows_named(p, all_lines)
+    prose_more.no_nvidia_gpu(p, all_lines)
+    prose_more.trainer_on_cpu(p, all_lines)
+    prose_more.torch_said_installed(p, all_lines)
+    prose_more.p2p_fixes(p, all_lines)
+    prose_more.screenshot_only(p, all_lines)
     p.hits = _capped(p.hits)
     return p
 

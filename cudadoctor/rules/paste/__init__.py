@@ -117,7 +117,9 @@ def evaluate(f: Facts) -> list[Finding]:
     elif "container-run-no-gpus" in kinds and no_gpu_seen and not container:
         out.append(docker_run_no_gpus(kinds["container-run-no-gpus"][0]))
     elif (
-        "no-cuda-gpus" in kinds
+        # torch's own "No CUDA GPUs are available" (a CUDA build: a CPU-only torch says "not compiled with
+        # CUDA"); Lightning's "GPUs requested but none are available" is also what a CPU-only torch gives
+        any("no cuda" in h.text.lower() for h in kinds.get("no-cuda-gpus", []))
         and not hidden
         and not container
         and ("container-context" in kinds or bool(f.system and f.system.in_container))

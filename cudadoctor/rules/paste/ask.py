@@ -38,6 +38,12 @@ _NCCL = "NCCL_DEBUG=INFO python train.py 2>&1 | grep NCCL  # the same command, w
 _ENV = "env | grep -E '^CUDA_(VISIBLE_DEVICES|DEVICE_ORDER)='"
 
 
+_FAULT = 'python -X faulthandler -c "import {module}"'
+
+
+_AS_TEXT = "python train.py 2>&1 | tail -n 50  # the same command; paste the text, not a screenshot"
+
+
 _SEEN = 'echo "[$CUDA_VISIBLE_DEVICES]"  # in the shell that runs the program'
 
 
@@ -52,6 +58,13 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
         return []
     t, d = f.torch, f.driver
     asks: list[tuple[Message, str]] = []  # (what it settles, command)
+    # first, so the cap of four never drops them: the paste's own failure, unseen
+    seg = next((h for h in p.hits if h.kind == "import-segfault"), None)
+    if seg is not None:
+        module = seg.detail.get("module", "torch")
+        asks.append((msg("where the import crashes: Python's traceback of the crash"), _FAULT.format(module=module)))
+    if any(h.kind == "error-in-screenshot" for h in p.hits):
+        asks.append((msg("the error itself, as text (a screenshot cannot be searched or read here)"), _AS_TEXT))
     if t is None or t.installed is None or (t.installed and t.cuda_built is None):
         asks.append((msg("the torch build, whether CUDA is available, the OS, GPUs and driver"), _CE))
     macos = f.system is not None and f.system.os == "Darwin"  # no NVIDIA driver exists for it: nothing to ask

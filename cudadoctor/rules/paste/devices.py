@@ -14,6 +14,7 @@ from cudadoctor.rules.paste.builds import gpus_with_cc
 
 def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     """What the paste's prose and logs say about the GPU generation, a Jetson, P2P and the launcher."""
+    from cudadoctor.rules.driver import NO_GPU
     from cudadoctor.rules.multi_gpu import P2P_MISSING
     from cudadoctor.rules.requirements import LOW_CAPABILITY
     from cudadoctor.rules.torch_build import GPU_TOO_OLD
@@ -77,10 +78,17 @@ def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Fi
                 ],
             )
         )
-    if "p2p-disabled" in kinds and "hang" in kinds:
+    if "p2p-disabled" in kinds and ("hang" in kinds or "p2p-fixes" in kinds):
         out.append(
             P2P_MISSING.finding(
-                title=msg("NCCL hangs unless P2P is disabled: direct GPU-to-GPU transfers fail here"),
+                title=msg("NCCL hangs unless P2P is disabled: direct GPU-to-GPU transfers fail here")
+                if "hang" in kinds
+                else msg(
+                    "The multi-GPU run works only with NCCL_P2P_DISABLE=1: direct GPU-to-GPU transfers fail "
+                    "here ({line})",
+                    line=kinds["p2p-fixes"][0].text,
+                ),
+                severity=Severity.WARNING,
                 why=msg(
                     "When NCCL_P2P_DISABLE=1 turns a hang into a working run, peer-to-peer transfers between the "
                     "GPUs do not work on this machine: usually PCIe ACS or the IOMMU (VT-d) reroutes them. "
@@ -95,6 +103,20 @@ def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Fi
                     fix(
                         msg("Let the IOMMU pass device traffic through (kernel command line), then reboot"), "iommu=pt"
                     ),
+                ],
+            )
+        )
+    said = kinds.get("says-no-nvidia-gpu", [])
+    if said and not _nvidia_gpu_shown(f, kinds):
+        out.append(
+            NO_GPU.finding(
+                title=msg("No NVIDIA GPU in this machine, as the post says: {line}", line=said[0].text),
+                fix=[
+                    fix(
+                        msg("Use the CPU in your code; it keeps working when a GPU appears"),
+                        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+                    ),
+                    fix(msg("Load checkpoints saved on a GPU"), "torch.load(path, map_location='cpu')"),
                 ],
             )
         )
@@ -116,6 +138,16 @@ def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Fi
                 )
             )
     return out
+
+
+def _nvidia_gpu_shown(f: Facts, kinds: dict[str, list[PasteHit]]) -> bool:
+    """The paste shows an NVIDIA GPU: nvidia-smi or torch lists one, a sentence names one, or one ran."""
+    return bool(
+        (f.driver is not None and (f.driver.devices or f.driver.device_count))
+        or (f.torch is not None and (f.torch.devices or f.torch.is_available))
+        or "gpu-named" in kinds
+        or "gpu-ran" in kinds
+    )
 
 
 def _branch_and_flavour(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from cudadoctor.advice import install as install_advice
+from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.knowledge import extension_modules, triton_pins
@@ -93,6 +94,11 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
     lib = h.detail.get("library", "")
     if lib.startswith("libnvidia-ml") and f.driver is not None and f.driver.init_status == "LIBRARY_NOT_FOUND":
         return None  # CD101 says it with the machine's context
+    wsl = f.system is not None and f.system.wsl is True
+    if lib.startswith("libcuda.so") and wsl:
+        return _libcuda_wsl(lib)
+    if lib.startswith("libcuda.so") and h.detail.get("by") == "triton":
+        return _libcuda_triton()
     if lib.startswith(("libcuda.so", "libnvidia-ml")):
         return CANNOT_OPEN.finding(
             title=msg("{library} cannot be found: no NVIDIA driver where this ran", library=lib),
@@ -125,6 +131,132 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
             ),
             reinstall_torch(f),
         ],
+    )
+
+
+def _libcuda_wsl(lib: str) -> Finding:
+    """Under WSL2 libcuda is the Windows driver's, in /usr/lib/wsl/lib: a program that dlopens it and misses it
+    there loads it once the directory is on LD_LIBRARY_PATH (NVIDIA/cuda-python#17)."""
+    return CANNOT_OPEN.finding(
+        title=msg("{library} cannot be found: under WSL2 the driver's libraries are in /usr/lib/wsl/lib", library=lib),
+        why=msg(
+            "Under WSL2 the NVIDIA driver is the Windows one; its Linux libraries, libcuda.so.1 among them, are in "
+            "/usr/lib/wsl/lib. A program that loads {library} by name and does not find it there loads it once that "
+            "directory is on LD_LIBRARY_PATH (NVIDIA/cuda-python#17).",
+            library=lib,
+        ),
+        fix=[
+            fix("See the driver's libraries WSL provides", "ls -l /usr/lib/wsl/lib/libcuda*"),
+            fix("Put them on the library search path", "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"),
+            fix(msg("If libcuda is not there: install or update the NVIDIA driver in Windows, not inside WSL")),
+        ],
+    )
+
+
+def _libcuda_triton() -> Finding:
+    """Triton's "libcuda.so cannot found!" (backends/nvidia/driver.py libcuda_dirs): libcuda.so.1 is not in the
+    loader's cache (`ldconfig -p`) nor on LD_LIBRARY_PATH; TRITON_LIBCUDA_PATH names its directory instead."""
+    return CANNOT_OPEN.finding(
+        title=msg("Triton cannot find libcuda.so.1 in the loader's cache"),
+        why=msg(
+            "Triton looks for the driver's libcuda.so.1 in the loader's cache (ldconfig -p), then on "
+            "LD_LIBRARY_PATH. The driver can be installed while its directory is not in that cache: ldconfig did "
+            "not run after it was installed, or the directory is not in /etc/ld.so.conf.d."
+        ),
+        fix=[
+            fix("See where libcuda is, and whether the cache has it", "ldconfig -p | grep libcuda", "nvidia-smi"),
+            fix(msg("Refresh the loader's cache (Triton's own advice)"), "sudo ldconfig"),
+            fix(
+                msg("Or tell Triton the directory that has libcuda.so.1"),
+                "export TRITON_LIBCUDA_PATH=/usr/lib/x86_64-linux-gnu",
+            ),
+        ],
+    )
+
+
+# a path inside a conda environment (its own lib/ comes before the system's for conda's python)
+_CONDA_PATH = re.compile(
+    r"(?:ana|mini|micro)?conda\d?[/\\]|mambaforge|miniforge|[/\\]envs[/\\]|[/\\]bin[/\\]\.\.[/\\]lib[/\\]"
+)
+
+
+def _runtime_too_old(f: Facts, h: PasteHit) -> Finding:
+    """The loader's "version `GLIBC_2.14' not found (required by …/torch/lib/libshm.so)" on torch's import: the C
+    runtime (glibc, the OS's) or the C++ runtime (libstdc++) loaded is older than torch's build needs
+    (pytorch#14274: torch 1.0 on CentOS 6's glibc 2.12). A C++ runtime in a conda environment is replaced with a
+    newer one from conda-forge (pytorch/benchmark#2132, pytorch#105248)."""
+    version, family = h.detail.get("version", "?"), h.detail.get("family", "GLIBC")
+    runtime, library = h.detail.get("runtime"), h.detail.get("library")
+    name = re.split(r"[/\\]", library)[-1] if library else "torch"
+    if family == "GLIBC":
+        title = msg(
+            "import torch fails: {library} needs {version}, newer than this system's C library",
+            library=name,
+            version=version,
+        )
+        why = msg(
+            "The C library the loader found ({runtime}) lacks {version}, which {library} was built against: this "
+            "torch build was made for a newer Linux. glibc is part of the operating system and is not upgraded on "
+            "its own.",
+            runtime=runtime or "libc.so.6",
+            version=version,
+            library=name,
+        )
+        fixes = [
+            fix("See this system's C library (glibc) version", "ldd --version"),
+            fix(
+                msg(
+                    "Run it on a Linux release whose glibc has {version}, or in a container of one (a container "
+                    "brings its own C library)",
+                    version=version,
+                )
+            ),
+            fix(
+                msg("Or build torch from source on this system (the pytorch README, From Source)"),
+                "git clone --recursive https://github.com/pytorch/pytorch",
+            ),
+        ]
+    else:
+        conda = bool(_CONDA_PATH.search(runtime or "") or _CONDA_PATH.search(library or ""))
+        title = msg(
+            "import torch fails: {library} needs {version}, newer than the C++ runtime loaded",
+            library=name,
+            version=version,
+        )
+        why = msg(
+            "The C++ runtime (libstdc++) the loader found ({runtime}) lacks {version}, which {library} was built "
+            "against.",
+            runtime=runtime or "libstdc++.so.6",
+            version=version,
+            library=name,
+        )
+        strings = fix(
+            "See the newest versions this libstdc++ has",
+            f"strings {shell.word(runtime) if runtime else '$(g++ -print-file-name=libstdc++.so.6)'} "
+            "| grep -E '^(GLIBCXX|CXXABI)_[0-9]' "
+            "| sort -V | tail -n 3",
+        )
+        newer = fix(
+            msg("Install a newer C++ runtime into the conda environment (conda-forge's libstdcxx-ng)"),
+            "conda install -c conda-forge libstdcxx-ng",
+        )
+        if conda:
+            fixes = [strings, newer]
+        else:
+            fixes = [
+                strings,
+                fix(msg("Run it on a newer Linux release, or in a container of one")),
+                fix(
+                    msg("In a conda environment: install a newer C++ runtime into it (conda-forge's libstdcxx-ng)"),
+                    "conda install -c conda-forge libstdcxx-ng",
+                ),
+            ]
+    from cudadoctor.rules.torch_install import IMPORT_FAILED
+
+    return IMPORT_FAILED.finding(
+        title=title,
+        why=msg("{page} {detail} The error: {error}", page=msg(IMPORT_FAILED.explanation), detail=why, error=h.text),
+        fix=fixes,
     )
 
 
@@ -285,6 +417,11 @@ def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
     from cudadoctor.rules.torch_packages import COMPANION
 
     out = []
+    # the C or C++ runtime older than torch's own build needs: import torch fails (CD211); another library's
+    # needs are not torch's import and get no finding here
+    too_old = [h for h in kinds.get("runtime-too-old", []) if h.detail.get("torch") == "yes"]
+    if too_old:
+        out.append(_runtime_too_old(f, too_old[0]))
     if "extension-cuda-mismatch" in kinds:
         h = kinds["extension-cuda-mismatch"][0]
         nvcc, cuda = h.detail.get("nvcc", "?"), h.detail.get("torch", "?")
