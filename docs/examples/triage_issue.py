@@ -1,11 +1,13 @@
-"""Triage a new GitHub issue's body with `cudadoctor triage` and write the reply to post.
+"""Triage a new GitHub issue (its title, then its body) with `cudadoctor triage` and write the reply to post.
 
 Used by the workflow in docs/triage.md:
 
     python docs/examples/triage_issue.py "$GITHUB_EVENT_PATH" triage-comment.md
 
-The issue body is read from the event file (never through a shell: it is untrusted text). When the
-body has nothing to diagnose (cudadoctor exits 2) no comment file is written, so nothing is posted.
+The issue's title and body are read from the event file (never through a shell: they are untrusted text);
+the title goes first because people often put the error there ("RuntimeError: Torch not compiled with CUDA
+enabled") and only a screenshot in the body. When they have nothing to diagnose (cudadoctor exits 2) no
+comment file is written, so nothing is posted.
 Exit 0 unless cudadoctor itself could not run. Standard library only.
 """
 
@@ -25,7 +27,9 @@ def main(argv: list[str]) -> int:
     out_path = argv[2] if len(argv) > 2 else "triage-comment.md"
     with open(event_path, encoding="utf-8") as fh:
         event = json.load(fh)
-    body = ((event.get("issue") or {}).get("body") or "")[:MAX_BODY]
+    issue = event.get("issue") or {}
+    title = (issue.get("title") or "").strip()
+    body = ((f"{title}\n\n" if title else "") + (issue.get("body") or ""))[:MAX_BODY]
     if os.path.exists(out_path):
         os.remove(out_path)
     proc = subprocess.run(

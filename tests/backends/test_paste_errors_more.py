@@ -352,3 +352,28 @@ def test_segfault_while_training_is_not_an_import_crash() -> None:
         "import torch\nmodel = Net().cuda()\nEpoch 1/10 loss 0.53\nSegmentation fault (core dumped)\n"
     )
     assert "import-segfault" not in kinds("import cv2\nSegmentation fault (core dumped)\n")
+
+
+def test_a_windows_dll_error_pasted_without_its_code_is_read() -> None:
+    # Djdefrag/QualityScaler#9's title: the missing VC++ runtime, told without "[WinError 126]"
+    code, found = triage(
+        'The specified module could not be found. Error loading "torch\\lib\\caffe2_detectron_ops.dll" or one of '
+        "its dependencies.\n"
+    )
+    assert code == 1 and "caffe2_detectron_ops.dll" in found["CD906"]["title"]
+    assert any("VCRedist" in c for fx in found["CD906"]["fix"] for c in fx["commands"])
+
+
+def test_cudnn_that_cannot_load_its_sub_library_under_wsl2() -> None:
+    # facebookresearch/nougat#105: the title alone, on WSL2; the fix was putting /usr/lib/wsl/lib's libcuda in reach
+    code, found = triage("Could not load library libcudnn_cnn_infer.so.8\n\nOn WSL2 Ubuntu 22.04.2 LTS\n")
+    assert code == 1 and "/usr/lib/wsl/lib" in found["CD905"]["title"] and "CD141" in found
+    # with the loader's own line, that line names the cause, said once
+    _, found = triage(
+        "WSL 2\nCould not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: "
+        "No such file or directory\n"
+    )
+    assert found["CD905"]["title"].startswith("libcuda.so cannot be found: under WSL2")
+    # not on WSL: cuDNN's words say only that the library or one it needs is missing
+    _, found = triage("Could not load library libcudnn_cnn_infer.so.8\n")
+    assert found["CD905"]["title"].startswith("cuDNN could not load libcudnn_cnn_infer.so.8: it, or a library")

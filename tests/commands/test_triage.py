@@ -477,9 +477,9 @@ def test_adversarial_input_is_bounded_in_time():
 # --- the GitHub Actions recipe ----------------------------------------------------------------------
 
 
-def _event(tmp_path: Path, body: str) -> Path:
+def _event(tmp_path: Path, body: str, title: str = "") -> Path:
     path = tmp_path / "event.json"
-    path.write_text(json.dumps({"action": "opened", "issue": {"number": 7, "body": body}}))
+    path.write_text(json.dumps({"action": "opened", "issue": {"number": 7, "title": title, "body": body}}))
     return path
 
 
@@ -517,6 +517,25 @@ def test_recipe_script_posts_nothing_for_unrelated_issues(tmp_path):
         cwd=ROOT,
     )
     assert r.returncode == 0 and not out.exists() and "nothing to triage" in r.stdout
+
+
+def test_recipe_script_reads_the_issue_title_where_the_error_often_is(tmp_path):
+    # OpenGVLab/Ask-Anything#57: the error only in the title, a sentence in the body
+    event = _event(
+        tmp_path,
+        "While running demo.py, I am able to initialize the various models but get terminated with the AssertionError.",
+        title="AssertionError: Torch not compiled with CUDA enabled",
+    )
+    out = tmp_path / "comment.md"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "examples" / "triage_issue.py"), str(event), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "CD912" in out.read_text()
 
 
 def test_the_recipe_in_the_docs_runs_the_tested_script():

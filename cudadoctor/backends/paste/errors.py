@@ -510,6 +510,10 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     # enabled devices are present", which is not only this), cudarc (src/lib.rs: "Unable to dynamically load the
     # \"cuda\" shared library")
     (re.compile(r"Failed to dlopen " + _SO), _dlopen("dlopen")),
+    # cuDNN 8 loading its sub-libraries on first use: "Could not load library libcudnn_cnn_infer.so.8. Error:
+    # libcuda.so: cannot open shared object file" (facebookresearch/nougat#105, the title alone); what it could
+    # not load, when printed, is read by the loader's pattern above
+    (re.compile(r"Could not load library " + _SO), _dlopen("cuDNN")),
     (re.compile(r"libcuda\.so cannot found"), _dlopen("triton", "libcuda.so")),
     (re.compile(r"CUDA driver library cannot be found(?! or no CUDA)"), _dlopen("numba", "libcuda.so")),
     (
@@ -532,6 +536,12 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"(?:Fatal Python error: )?\bsegmentation fault\b(?: \(core dumped\))?", re.I), _import_segfault),
     (
         re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""),
+        _win_dll,
+    ),
+    # the same error pasted without its "[WinError 126]": the message is ERROR_MOD_NOT_FOUND's (126) in English
+    # (Djdefrag/QualityScaler#9's title); torch/__init__.py adds 'Error loading "…" or one of its dependencies'
+    (
+        re.compile(r"(?<!\] )The specified module could not be found\.?\s*Error loading \"(?P<dll>[^\"]+?\.dll)\""),
         _win_dll,
     ),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),

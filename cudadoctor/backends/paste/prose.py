@@ -102,6 +102,8 @@ _DOCKER_RUN = re.compile(r"^\s*(?:\$\s*|#\s*)?(?:sudo\s+)?(?:docker|podman|nvidi
 # the same command quoted inside a sentence: "… with command `docker run -it image sh` …"
 _DOCKER_RUN_QUOTED = re.compile(r"`\s*(?:sudo\s+)?(?:docker|podman|nvidia-docker)\s+run\b(?P<rest>[^`]*)`")
 _WSL_LIB = re.compile(r"/usr/lib/wsl/lib\b")
+# "WSL2", "WSL 2" named outright (a bare "WSL" may be WSL1, which has no GPU at all: not read)
+_WSL2_SAID = re.compile(r"(?<![A-Za-z0-9])WSL\s?2(?![0-9])", re.I)
 _SINGULARITY = re.compile(r"^\s*(?:\$\s*)?(?:singularity|apptainer)\s+(?:exec|run|shell)\b(?P<rest>.*)$")
 # "only GPU 1 is used", "only one gpu is utilized", "只使用了一张卡": of several GPUs one works, so CUDA runs
 _ONE_GPU_USED = re.compile(
@@ -338,6 +340,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("docker", "podman"), _DOCKER_RUN_QUOTED, _docker_run_line),
     # WSL2's driver libraries live there (the Windows driver mounts them): this is WSL2
     (("/usr/lib/wsl",), _WSL_LIB, lambda p, line, w, m: p.set("wsl", True, w)),
+    (("wsl",), _WSL2_SAID, lambda p, line, w, m: p.set("wsl", True, w)),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器", "docker"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),

@@ -79,7 +79,11 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(gpu_too_old(f, kinds["gpu-too-old"][0]))
     for h in kinds.get("undefined-symbol", [])[:1]:
         out.append(undefined_symbol(f, h))
-    for h in kinds.get("cannot-open-library", [])[:2]:
+    opens = kinds.get("cannot-open-library", [])
+    if any(h.detail.get("by") != "cuDNN" for h in opens):
+        # cuDNN's "Could not load library X. Error: libcuda.so: cannot open …": the loader's line names the cause
+        opens = [h for h in opens if h.detail.get("by") != "cuDNN"]
+    for h in opens[:2]:
         found = cannot_open(f, h)
         if found:
             out.append(found)

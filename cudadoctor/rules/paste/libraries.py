@@ -112,13 +112,19 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
                 fix("Under WSL2: the library lives in /usr/lib/wsl/lib (the Windows driver)", "ls /usr/lib/wsl/lib"),
             ],
         )
+    if h.detail.get("by") == "cuDNN" and wsl:
+        return _cudnn_sublibrary_wsl(lib)
     cudnn = lib.startswith("libcudnn")
     major = f.torch.cuda.split(".")[0] if f.torch is not None and f.torch.cuda else None
     package = (f"nvidia-cudnn-cu{major}" if major else "nvidia-cudnn") if cudnn else "nvidia-*"
+    if h.detail.get("by") == "cuDNN":
+        title = msg("cuDNN could not load {library}: it, or a library it needs, is missing", library=lib)
+    elif cudnn:
+        title = msg("{library} cannot be found: cuDNN torch needs is missing", library=lib)
+    else:
+        title = msg("{library} cannot be found: a CUDA library torch needs is missing", library=lib)
     return CANNOT_OPEN.finding(
-        title=msg("{library} cannot be found: cuDNN torch needs is missing", library=lib)
-        if cudnn
-        else msg("{library} cannot be found: a CUDA library torch needs is missing", library=lib),
+        title=title,
         fix=[
             fix(
                 "See what is installed and where the loader looks",
@@ -134,6 +140,31 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
     )
 
 
+def _wsl_libcuda_fixes() -> list[Fix]:
+    return [
+        fix("See the driver's libraries WSL provides", "ls -l /usr/lib/wsl/lib/libcuda*"),
+        fix("Put them on the library search path", "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"),
+        fix(msg("If libcuda is not there: install or update the NVIDIA driver in Windows, not inside WSL")),
+    ]
+
+
+def _cudnn_sublibrary_wsl(lib: str) -> Finding:
+    """cuDNN 8 loads its sub-libraries on first use, and each needs the driver's libcuda.so: under WSL2 that is
+    the Windows driver's, in /usr/lib/wsl/lib, which the loader may not search (facebookresearch/nougat#105)."""
+    return CANNOT_OPEN.finding(
+        title=msg(
+            "cuDNN could not load {library}: under WSL2 the libcuda.so it needs is in /usr/lib/wsl/lib", library=lib
+        ),
+        why=msg(
+            "cuDNN loads {library} when it is first used, and that library needs the driver's libcuda.so. Under "
+            "WSL2 the driver is the Windows one and its Linux libraries are in /usr/lib/wsl/lib; where the loader "
+            "does not search there, cuDNN cannot load {library} (facebookresearch/nougat#105).",
+            library=lib,
+        ),
+        fix=_wsl_libcuda_fixes(),
+    )
+
+
 def _libcuda_wsl(lib: str) -> Finding:
     """Under WSL2 libcuda is the Windows driver's, in /usr/lib/wsl/lib: a program that dlopens it and misses it
     there loads it once the directory is on LD_LIBRARY_PATH (NVIDIA/cuda-python#17)."""
@@ -145,11 +176,7 @@ def _libcuda_wsl(lib: str) -> Finding:
             "directory is on LD_LIBRARY_PATH (NVIDIA/cuda-python#17).",
             library=lib,
         ),
-        fix=[
-            fix("See the driver's libraries WSL provides", "ls -l /usr/lib/wsl/lib/libcuda*"),
-            fix("Put them on the library search path", "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"),
-            fix(msg("If libcuda is not there: install or update the NVIDIA driver in Windows, not inside WSL")),
-        ],
+        fix=_wsl_libcuda_fixes(),
     )
 
 
