@@ -31,6 +31,7 @@ NOT_ERRORS = frozenset(
         "cuda-version-said",
         "p2p-fixes",
         "error-in-screenshot",
+        "app-on-cpu",
     }
 )
 

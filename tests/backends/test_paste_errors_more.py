@@ -377,3 +377,57 @@ def test_cudnn_that_cannot_load_its_sub_library_under_wsl2() -> None:
     # not on WSL: cuDNN's words say only that the library or one it needs is missing
     _, found = triage("Could not load library libcudnn_cnn_infer.so.8\n")
     assert found["CD905"]["title"].startswith("cuDNN could not load libcudnn_cnn_infer.so.8: it, or a library")
+
+
+def test_a_driver_api_symbol_missing_beside_driver_too_old_is_that_driver() -> None:
+    # vllm-project/vllm#11623: CUDA 12.0's cuTensorMapEncodeTiled is missing from a CUDA 11.4 driver's libcuda
+    _, found = triage(
+        "ImportError('/home/u/.local/lib/python3.8/site-packages/vllm/_C.abi3.so: undefined symbol: "
+        "cuTensorMapEncodeTiled')\nUserWarning: CUDA initialization: The NVIDIA driver on your system is too old "
+        "(found version 11040).\n"
+    )
+    assert "CD902" in found and "CD904" not in found
+
+
+def test_an_application_logging_that_it_fell_back_to_the_cpu() -> None:
+    # 2noise/ChatTTS#102: its gpu_utils logs torch.cuda.is_available() being False
+    code, found = triage("WARNING:ChatTTS.utils.gpu_utils:No GPU found, use CPU instead\n")
+    assert code == 3 and "CD901" in found  # the state is read; its cause is asked for
+
+
+def test_torchvision_custom_ops_that_do_not_load() -> None:
+    # ultralytics/yolov5#5511: torchvision/extension.py's _assert_has_ops after a torch upgrade
+    _, found = triage(
+        "RuntimeError: Couldn't load custom C++ ops. This can happen if your PyTorch and torchvision versions are "
+        "incompatible, or if you had errors while compiling torchvision from source.\n"
+    )
+    assert "CD222" in found
+
+
+def test_bitsandbytes_without_a_cuda_runtime_falls_back_to_its_cpu_library() -> None:
+    # Thund3rPat/kohya_ss-linux#8: only libcudart.so.11.0 existed, bitsandbytes searched for libcudart.so
+    code, found = triage(
+        "UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers "
+        "and GPU quantization are unavailable.\n"
+    )
+    assert code == 1 and found["CD905"]["title"].startswith("bitsandbytes found no CUDA runtime")
+    assert any("python -m bitsandbytes" in c for fx in found["CD905"]["fix"] for c in fx["commands"])
+
+
+def test_an_extension_built_for_chosen_architectures_lacks_this_gpus() -> None:
+    # open-mmlab/mmcv#1413: MMCV_CUDA_ARGS built sm_61 only; the error told short, on a V100
+    code, found = triage(
+        "Install mmcv-full failed based on pytorch image with error msg `no kernel image is available`\n"
+        "GPU version: v100\n"
+        'ENV TORCH_CUDA_ARCH_LIST="6.0 6.1 7.0+PTX"\n'
+        'ENV MMCV_CUDA_ARGS="-gencode=arch=compute_61,code=sm_61"\n'
+    )
+    assert code == 1 and "CD215" not in found and "mmcv" in found["CD240"]["title"]
+    commands = [c for fx in found["CD240"]["fix"] for c in fx["commands"]]
+    assert commands[0].startswith("unset MMCV_CUDA_ARGS") and 'export TORCH_CUDA_ARCH_LIST="7.0"' in commands
+    # torch's notice that the variable is unset is not a build flag
+    _, found = triage(
+        "UserWarning: TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included\n"
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
+    assert "CD240" not in found and "CD215" in found

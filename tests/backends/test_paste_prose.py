@@ -790,3 +790,36 @@ def test_nccl_p2p_disable_shown_as_the_fix_is_p2p_unavailable() -> None:
     assert codes(paste).get("CD161") == "warning"
     still = paste.replace("Disabling NCCL does the trich", "Disabling NCCL P2P still does not help")
     assert "CD161" not in codes(still)
+
+
+def test_chinese_retellings_of_the_driver_message_and_of_cuda_working() -> None:
+    # FunAudioLLM/CosyVoice#845: "cuda驱动是11.4", and what a newer torch showed, told under a condition
+    c = codes(
+        "cuda驱动是11.4，发现无论怎么尝试，皆无法安装成功。如果安装高版本的torch，则会提示cuda太老旧，"
+        "如果安装低版本的torch (<=1.12)，cuda是支持了\n"
+    )
+    assert "CD902" in c
+    asked = read("我的显卡是RTX 3060，是不是驱动版本太旧了？\n").facts.paste
+    assert asked is not None and not any(h.kind == "driver-too-old" for h in asked.hits)  # asked, not reported
+    # "cuda可用" said as a fact is torch.cuda.is_available() True; asked or denied it is not
+    assert read("cuda可用，但是训练很慢\n").facts.torch.is_available is True
+    assert read("cuda可用吗？\n").facts.torch is None
+    assert read("cuda不可用\n").facts.torch is None
+
+
+def test_torch_oom_advice_tried_means_an_oom_happened() -> None:
+    # Tencent/HunyuanVideo#62: the message itself not pasted
+    p = read("我修改了max_split_size_mb也不行，加了--batch-size参数也不行\n")
+    assert p.facts.paste is not None and any(h.kind == "out-of-memory" for h in p.facts.paste.hits)
+    # a config that merely sets it says nothing of an OOM
+    p = read("PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128\n")
+    assert p.facts.paste is None or not any(h.kind == "out-of-memory" for h in p.facts.paste.hits)
+
+
+def test_flash_attention_missing_from_a_windows_wheel_is_harmless() -> None:
+    # modelscope/DiffSynth-Studio#26: the maintainer, "does not affect use"
+    c = codes(
+        "UserWarning: 1Torch was not compiled with flash attention. (Triggered internally at "
+        "..\\aten\\src\\ATen\\native\\transformers\\cuda\\sdp_utils.cpp:263.)\n"
+    )
+    assert "CD915" in c

@@ -128,6 +128,14 @@ def _extension_of(frame: re.Match[str]) -> str | None:
     return None
 
 
+# an extension built for chosen GPU architectures: the variable set (a Dockerfile ENV, an export); -gencode
+# flags told in prose ("I tried removing the -gencode lines") say nothing of how the failing build was made
+_ARCH_FLAGS = re.compile(
+    r"(?:\bENV\s+)?(?:MMCV_CUDA_ARGS|TORCH_CUDA_ARCH_LIST)"
+    r"(?:\s*=\s*|(?<=ENV MMCV_CUDA_ARGS) |(?<=ENV TORCH_CUDA_ARCH_LIST) )[\"']?[^\"'\n]{1,120}"
+)
+
+
 def _no_kernel(p: Partial, m: re.Match[str]) -> None:
     # every place the error is printed (a post often quotes it, then pastes the traceback): the frames of any
     frames = (_failing_frame(m.string, x.start(), x.end()) for x in re.finditer(re.escape(m.group(0)), m.string))
@@ -137,6 +145,17 @@ def _no_kernel(p: Partial, m: re.Match[str]) -> None:
         # torch's kernels are not in question, so no torch kernel fact
         where = f"{frame.group('path')}:{frame.group('line')}: {frame.group('code').rstrip(' (')}"
         detail = {"package": _extension_of(frame), "frame": short(where, 200)}
+        p.hits.append(Hit("extension-no-kernel", short(m.group(0)), detail))
+        return
+    # nvcc's own flags outrank TORCH_CUDA_ARCH_LIST where both are set (MMCV_CUDA_ARGS' -gencode replaces the list)
+    found = sorted(_ARCH_FLAGS.finditer(m.string), key=lambda x: "TORCH_CUDA_ARCH_LIST" in x.group(0))
+    flags = found[0] if found else None
+    if flags is not None:
+        # the paste builds an extension for chosen architectures (nvcc's -gencode, TORCH_CUDA_ARCH_LIST,
+        # MMCV_CUDA_ARGS): flags no torch wheel is built with (open-mmlab/mmcv#1413: sm_61 only, run on a V100)
+        package = "mmcv" if "MMCV_CUDA_ARGS" in flags.group(0) else None
+        shown = flags.group(0).replace('"', "").replace("'", "").strip()
+        detail = {"flags": short(shown, 200), **({"package": package} if package else {})}
         p.hits.append(Hit("extension-no-kernel", short(m.group(0)), detail))
         return
     p.set("torch_cuda_built", True, _W)
@@ -304,6 +323,12 @@ def _no_driver(p: Partial, m: re.Match[str]) -> None:
     p.hits.append(Hit("no-driver", short(m.group(0)), {}))
 
 
+def _app_says_cpu(p: Partial, m: re.Match[str]) -> None:
+    p.set("torch_available", False, _W)
+    p.set("torch_installed", True, _W)
+    p.hits.append(Hit("app-on-cpu", short(m.group(0)), {}))
+
+
 def _not_compiled(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_cuda_built", False, _W)
     p.set("torch_installed", True, _W)
@@ -467,7 +492,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _too_old_gpu,
     ),
-    (re.compile(r"no kernel image is available for execution on the device"), _no_kernel),
+    # also cut short, as titles and prose retell it ("error msg `no kernel image is available`", open-mmlab/mmcv#1413)
+    (re.compile(r"no kernel image is available(?: for execution on the device)?"), _no_kernel),
     (re.compile(r"CUDA driver initialization failed(?:, you might not have a CUDA gpu)?"), _init_failed),
     (re.compile(r"Error (?P<code>80[0-9]|999|100|101|46|34|35|3): [A-Za-z][^.()\n]{3,120}"), _error_80x),
     (re.compile(r"system not yet initialized"), _named_80x(802)),
@@ -510,6 +536,14 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     # enabled devices are present", which is not only this), cudarc (src/lib.rs: "Unable to dynamically load the
     # \"cuda\" shared library")
     (re.compile(r"Failed to dlopen " + _SO), _dlopen("dlopen")),
+    # bitsandbytes 0.3x-0.42 (cuda_setup, cextension.py): no CUDA runtime found, so it loads its CPU library
+    (
+        re.compile(
+            r"bitsandbytes was compiled without GPU support|No libcudart\.so found!"
+            r"|CUDA SETUP: Required library version not found: libbitsandbytes_cpu"
+        ),
+        _dlopen("bitsandbytes", "libcudart.so"),
+    ),
     # cuDNN 8 loading its sub-libraries on first use: "Could not load library libcudnn_cnn_infer.so.8. Error:
     # libcuda.so: cannot open shared object file" (facebookresearch/nougat#105, the title alone); what it could
     # not load, when printed, is read by the loader's pattern above
@@ -546,6 +580,16 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
+    # an application's own log of torch.cuda.is_available() being False (2noise/ChatTTS gpu_utils: "No GPU found,
+    # use CPU instead"; "CUDA is not available, using CPU", "falling back to CPU"): the state, not its cause
+    (
+        re.compile(
+            r"No GPU found,? use CPU instead"
+            r"|CUDA (?:is )?not available[,.;:]? (?:using|use|falling back to|fall back to) (?:the )?CPU",
+            re.I,
+        ),
+        _app_says_cpu,
+    ),
     (re.compile(r"No module named '?torch'?(?![\w.])"), _no_torch),
     (
         re.compile(
@@ -712,6 +756,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     # torchvision's C++ ops registered by another torch (torchvision/extension.py, ops)
     (re.compile(r"operator torchvision::(?P<op>\w+) does not exist"), _simple("torchvision-mismatch")),
+    # torchvision/extension.py's _assert_has_ops: its compiled ops do not load with the installed torch
+    (re.compile(r"Couldn't load custom C\+\+ ops"), _simple("torchvision-mismatch")),
     # the dispatcher has torchvision's op but no CUDA kernel for it: a CPU torchvision, or one built for another
     # torch (aten/src/ATen/core/dispatch/OperatorEntry.cpp reportError)
     (

@@ -178,3 +178,48 @@ def screenshot_only(p: Partial, all_lines: list[str]) -> None:
         return
     n, line = shot
     p.hits.append(Hit("error-in-screenshot", short(line, 160), {"where": where(n, line)}))
+
+
+# CUDA said to work, in Chinese ("cuda可用", "GPU是可以用的"): what torch.cuda.is_available() True is told as;
+# not denied (不可用, 无法使用) nor asked (吗, ？, 是否)
+_USABLE_ZH = re.compile(r"(?:cuda|CUDA|gpu|GPU)\s*(?:是|也|都)?\s*(?<![不没無无])可(?:以)?用(?:的)?(?![吗嗎?？])")
+_ASKED_ZH = re.compile(r"吗|嗎|？|\?|是否|是不是|能不能|可不可以|如何|怎么")
+
+
+def cuda_usable_said(p: Partial, all_lines: list[str]) -> None:
+    """ "cuda可用" said as a fact: torch.cuda.is_available() is True, with the line."""
+    if "torch_available" in p.values:
+        return
+    for n, line in enumerate(all_lines):
+        m = _USABLE_ZH.search(line)
+        if not m:
+            continue
+        clause = re.split(r"[，,。；;！!]", line[m.start() :])[0] + re.split(r"[，,。；;！!]", line[: m.start()])[-1]
+        if _ASKED_ZH.search(clause):
+            continue
+        w = where(n, line)
+        p.set("torch_available", True, w)
+        p.set("torch_installed", True, w)
+        return
+
+
+# torch's OOM advice tried without success ("我修改了max_split_size_mb也不行", Tencent/HunyuanVideo#62): the run
+# ran out of GPU memory, though the message itself is not pasted
+_TRIED = re.compile(
+    r"max_split_size_mb|expandable_segments.{0,80}(?:不行|没用|无效|没有用|didn'?t help|doesn'?t help|did not help"
+    r"|no help|still|tried|试了|修改了|改了)",
+    re.I,
+)
+_TRIED = re.compile(
+    r"不行|没用|无效|没有用|didn'?t help|doesn'?t help|did not help|no help|still|tried|试了|修改了|改了", re.I
+)
+
+
+def oom_advice_tried(p: Partial, all_lines: list[str]) -> None:
+    """PYTORCH_CUDA_ALLOC_CONF's knobs said to have been tried: an out-of-memory error happened."""
+    if any(h.kind == "out-of-memory" for h in p.hits):
+        return
+    for n, line in enumerate(all_lines):
+        if ("max_split_size_mb" in line or "expandable_segments" in line) and _TRIED.search(line):
+            p.hits.append(Hit("out-of-memory", short(line.strip()), {"where": where(n, line)}))
+            return

@@ -80,12 +80,31 @@ def _sentence(line: str, start: int, end: int) -> str:
     return line[left : right.end() if right else len(line)]
 
 
+# the message retold as what torch showed ("如果安装高版本的torch，则会提示cuda太老旧", FunAudioLLM/CosyVoice#845):
+# "提示/报/显示" reports an observation, so a condition in front of it ("if I install a newer torch") is no hedge
+_SHOWN_OLD = re.compile(
+    r"(?:提示|报错?|显示)\s*(?:说)?\s*(?:cuda|CUDA|(?:显卡|nvidia|NVIDIA)?驱动)(?:版本)?(?:太|过)(?:老旧|旧|老|低)"
+)
+_ASKED = re.compile(r"是不是|吗|？|\?")
+# the CUDA the driver supports, said in Chinese: "cuda驱动是11.4" (the "CUDA Version" nvidia-smi prints)
+_DRIVER_CUDA_ZH = re.compile(r"(?:cuda|CUDA)\s*驱动(?:版本)?\s*(?:是|为|:|：)?\s*(?P<v>1[0-9]\.\d)(?![\d.])")
+
+
 def driver_too_old(p: Partial, all_lines: list[str]) -> None:
     """The person reports torch's "driver too old" message in words: the same hit and facts the message
     sets (a CUDA build, is_available() False), with the line."""
     for n, line in enumerate(all_lines):
-        m = _DRIVER_OLD.search(line)
-        if not m or _HEDGE.search(_sentence(line, m.start(), m.end())):
+        c = _DRIVER_CUDA_ZH.search(line)
+        if c and not _ASKED.search(_sentence(line, c.start(), c.end())):
+            major, minor = c.group("v").split(".")
+            p.set("driver_cuda", int(major) * 1000 + int(minor) * 10, where(n, line))
+    for n, line in enumerate(all_lines):
+        shown = _SHOWN_OLD.search(line)
+        m = shown or _DRIVER_OLD.search(line)
+        if not m:
+            continue
+        said = _sentence(line, m.start(), m.end())
+        if (_ASKED if shown else _HEDGE).search(said):
             continue
         w = where(n, line)
         p.set("torch_cuda_built", True, w)

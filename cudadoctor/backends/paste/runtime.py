@@ -114,6 +114,9 @@ _HARMLESS = [
     ),
     (re.compile(r"TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included"), "TORCH_CUDA_ARCH_LIST"),
     (re.compile(r"Plan failed with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR"), "cudnn-plan"),
+    # aten/src/ATen/native/transformers/cuda/sdp_utils.cpp on builds without flash attention (Windows wheels):
+    # scaled_dot_product_attention uses another kernel; "does not affect use" (modelscope/DiffSynth-Studio#26)
+    (re.compile(r"Torch was not compiled with flash attention"), "no flash attention"),
     # WSL2: the Windows driver puts copies, not links, in /usr/lib/wsl/lib; "not blocking in any way"
     # (a WSL collaborator, microsoft/WSL#5548; yuk7/ArchWSL#248)
     (re.compile(r"(?:/usr/lib/wsl/lib/)?libcuda\.so\.1 is not a symbolic link"), "WSL libcuda.so.1 copy"),

@@ -17,6 +17,8 @@ findings in the order below; the subjects live in their modules:
 
 from __future__ import annotations
 
+import re
+
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.model import Finding, Message, Severity, Table, msg
@@ -78,6 +80,10 @@ def evaluate(f: Facts) -> list[Finding]:
     if "gpu-too-old" in kinds and not (f.torch and f.torch.arch_flags):
         out.append(gpu_too_old(f, kinds["gpu-too-old"][0]))
     for h in kinds.get("undefined-symbol", [])[:1]:
+        # a driver API function (cuTensorMapEncodeTiled, CUDA 12.0's) missing beside torch's "driver too old" is
+        # that same old driver's libcuda, not a library of another version (vllm-project/vllm#11623)
+        if too_old and re.match(r"cu[A-Z]", h.detail.get("symbol", "")):
+            continue
         out.append(undefined_symbol(f, h))
     opens = kinds.get("cannot-open-library", [])
     if any(h.detail.get("by") != "cuDNN" for h in opens):

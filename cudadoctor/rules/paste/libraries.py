@@ -114,6 +114,8 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
         )
     if h.detail.get("by") == "cuDNN" and wsl:
         return _cudnn_sublibrary_wsl(lib)
+    if h.detail.get("by") == "bitsandbytes":
+        return _bitsandbytes_cpu()
     cudnn = lib.startswith("libcudnn")
     major = f.torch.cuda.split(".")[0] if f.torch is not None and f.torch.cuda else None
     package = (f"nvidia-cudnn-cu{major}" if major else "nvidia-cudnn") if cudnn else "nvidia-*"
@@ -136,6 +138,35 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
                 torch_install(f, force=True),
             ),
             reinstall_torch(f),
+        ],
+    )
+
+
+# the lib directory of the nvidia-cuda-runtime wheel torch installed (a namespace package in some releases: __path__)
+_CUDA_RUNTIME_ON_PATH = (
+    'export LD_LIBRARY_PATH="$(python -c \'import nvidia.cuda_runtime as m; print(m.__path__[0] + "/lib")\')'
+    ':$LD_LIBRARY_PATH"'
+)
+
+
+def _bitsandbytes_cpu() -> Finding:
+    """bitsandbytes 0.3x-0.42 searches the library path for the CUDA runtime (libcudart.so); without it, it loads
+    its CPU library and says it "was compiled without GPU support" (Thund3rPat/kohya_ss-linux#8: only
+    libcudart.so.11.0, from the nvidia-cuda-runtime wheel, was there)."""
+    return CANNOT_OPEN.finding(
+        title=msg("bitsandbytes found no CUDA runtime (libcudart.so) and fell back to its CPU library"),
+        why=msg(
+            "bitsandbytes looks for libcudart.so on the library search path to pick its CUDA library; where it "
+            "finds none (the runtime torch installed sits in the nvidia-cuda-runtime wheel, named "
+            "libcudart.so.11.0 or .12), it loads libbitsandbytes_cpu.so and says it was compiled without GPU "
+            "support. Its own report names what it searched."
+        ),
+        fix=[
+            fix("See what bitsandbytes searched and found", "python -m bitsandbytes"),
+            fix(
+                "Put the CUDA runtime of torch's wheels on the search path",
+                _CUDA_RUNTIME_ON_PATH,
+            ),
         ],
     )
 
@@ -412,30 +443,37 @@ def _extension_no_kernel(f: Facts, h: PasteHit) -> Finding:
     else:
         title = msg("A CUDA extension's code has no kernels for this GPU: {error}", error=h.text)
     windows = f.system is not None and f.system.os == "Windows"
-    arch = f'$env:TORCH_CUDA_ARCH_LIST="{archs}"' if windows else f'export TORCH_CUDA_ARCH_LIST="{archs}"'
-    name = package or "PACKAGE"
-    fixes = [
-        fix(
-            "Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)",
-            arch,
-            "python -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
-            f"--no-binary {name} {name}",
-        ),
-        fix(
-            msg("Or, built from a source checkout: rebuild it there"),
-            arch,
-            "python -m pip install --no-build-isolation -e .",
-        ),
-    ]
-    return NO_KERNELS.finding(
-        title=title,
-        why=msg(
+    arch = [f'$env:TORCH_CUDA_ARCH_LIST="{archs}"' if windows else f'export TORCH_CUDA_ARCH_LIST="{archs}"']
+    if "MMCV_CUDA_ARGS" in h.detail.get("flags", ""):
+        # nvcc arch flags of the build's own make torch's cpp_extension ignore TORCH_CUDA_ARCH_LIST
+        # (torch/utils/cpp_extension.py, _get_cuda_arch_flags: "user-provided arch flags")
+        arch.insert(0, "unset MMCV_CUDA_ARGS  # its -gencode flags replace TORCH_CUDA_ARCH_LIST")
+    where = msg("Or, built from a source checkout: rebuild it there") if package else msg("Rebuild it in its checkout")
+    checkout = fix(where, *arch, "python -m pip install --no-build-isolation -e .")
+    fixes = [checkout]  # which package failed is unknown: no pip line naming one
+    if package:
+        fixes.insert(
+            0,
+            fix(
+                "Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)",
+                *arch,
+                "python -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
+                f"--no-binary {package} {package}",
+            ),
+        )
+    if "flags" in h.detail:
+        why = msg(
+            "{page} The paste builds it for chosen architectures ({flags}), which leave this GPU's out.",
+            page=msg(NO_KERNELS.explanation),
+            flags=h.detail["flags"],
+        )
+    else:
+        why = msg(
             "{page} The failing call is the extension's own ({frame}).",
             page=msg(NO_KERNELS.explanation),
-            frame=h.detail.get("frame", "?"),
-        ),
-        fix=fixes,
-    )
+            frame=h.detail.get("frame", ""),
+        )
+    return NO_KERNELS.finding(title=title, why=why, fix=fixes)
 
 
 def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
