@@ -431,3 +431,24 @@ def test_an_extension_built_for_chosen_architectures_lacks_this_gpus() -> None:
         "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
     )
     assert "CD240" not in found and "CD215" in found
+
+
+def test_a_missing_compiled_op_of_a_package_asks_how_it_was_built() -> None:
+    # IDEA-Research/Grounded-Segment-Anything#84: groundingdino's _C was never built (CUDA_HOME unset)
+    code, found = triage("ImportError: cannot import name '_C' from 'groundingdino'\n")
+    assert code == 3 and any("CUDA_HOME" in c for fx in found["CD901"]["fix"] for c in fx["commands"])
+
+
+def test_an_ops_check_macro_saying_no_kernel_image_is_the_extensions() -> None:
+    # open-mmlab/OpenPCDet#623: "CUDA kernel failed : …" is the ops' CHECK macro; torch says "CUDA error:"
+    _, found = triage("CUDA kernel failed : no kernel image is available for execution on the device\n")
+    assert "CD240" in found and "CD215" not in found
+
+
+def test_a_pod_whose_program_finds_no_driver_got_no_gpu() -> None:
+    # NVIDIA/nvidia-docker#828: the image ran under `docker run --runtime nvidia`, not in the Kubernetes pod
+    code, found = triage(
+        'I can run my cuda image using "docker run --runtime nvidia imgname". But when I deploy in kubernetes I '
+        'get "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"\n'
+    )
+    assert code == 1 and found["CD146"]["severity"] == "error" and found["CD905"]["cause"] == "CD146"

@@ -823,3 +823,36 @@ def test_flash_attention_missing_from_a_windows_wheel_is_harmless() -> None:
         "..\\aten\\src\\ATen\\native\\transformers\\cuda\\sdp_utils.cpp:263.)\n"
     )
     assert "CD915" in c
+
+
+def test_text_pasted_on_a_fence_line_is_read() -> None:
+    # lllyasviel/ControlNet#301: "```RuntimeError: CUDA out of memory. …" on one line
+    c = codes(
+        "```RuntimeError: CUDA out of memory. Tried to allocate 4.00 GiB (GPU 0; 23.64 GiB total capacity; "
+        "15.35 GiB already allocated; 1.87 GiB free; 19.58 GiB reserved in total by PyTorch)\n```\n"
+    )
+    assert c.get("CD909") == "warning"
+    assert text.lines("```python\nx = 1\n```") == ["x = 1"]  # an info string is no text
+
+
+def test_gpu_memory_running_out_said_in_chinese() -> None:
+    # Vision-CAIR/MiniGPT-4#50: 内存 beside a GPU and its size is the GPU's memory
+    assert codes("我试图用我的3060（12G）跑，似乎是内存不够\n").get("CD909") == "warning"
+    p = read("服务器内存不够，程序被杀了\n").facts.paste  # the host's memory
+    assert p is None or not any(h.kind == "out-of-memory" for h in p.hits)
+
+
+def test_lightning_device_banner_and_tensor_cores_tip() -> None:
+    # Lightning's _log_device_info and its Tensor Cores tip (openvinotoolkit/anomalib#232, mittagessen/kraken#596)
+    assert read("GPU available: False, used: False\n").facts.torch.is_available is False
+    c = codes(
+        "GPU available: True (cuda), used: True\nYou are using a CUDA device ('NVIDIA GeForce RTX 4070') that has "
+        "Tensor Cores. To properly utilize them, you should set `torch.set_float32_matmul_precision('medium' | "
+        "'high')`\n"
+    )
+    assert "CD915" in c and not any(v == "error" for v in c.values())
+
+
+def test_available_but_no_device_is_not_read_as_available() -> None:
+    # Lightning-AI/pytorch-lightning#16590: a torch bug, not a working GPU
+    assert read("`torch.cuda.is_available()` is `True` but `torch.cuda.device_count()` is `0`\n").facts.torch is None

@@ -150,6 +150,11 @@ def _no_kernel(p: Partial, m: re.Match[str]) -> None:
     # nvcc's own flags outrank TORCH_CUDA_ARCH_LIST where both are set (MMCV_CUDA_ARGS' -gencode replaces the list)
     found = sorted(_ARCH_FLAGS.finditer(m.string), key=lambda x: "TORCH_CUDA_ARCH_LIST" in x.group(0))
     flags = found[0] if found else None
+    if m.string[max(0, m.start() - 24) : m.start()].rstrip().endswith("CUDA kernel failed :"):
+        # the CHECK macro of OpenPCDet / mmdet3d ops ("CUDA kernel failed : no kernel image …"): torch's own
+        # errors say "CUDA error:", so the op that failed is the extension's (open-mmlab/OpenPCDet#623)
+        p.hits.append(Hit("extension-no-kernel", short(m.group(0)), {"frame": "CUDA kernel failed : (an op's check)"}))
+        return
     if flags is not None:
         # the paste builds an extension for chosen architectures (nvcc's -gencode, TORCH_CUDA_ARCH_LIST,
         # MMCV_CUDA_ARGS): flags no torch wheel is built with (open-mmlab/mmcv#1413: sm_61 only, run on a V100)
@@ -580,6 +585,12 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
+    # a package's compiled module missing (IDEA-Research/Grounded-Segment-Anything#84: groundingdino built without
+    # its CUDA op, CUDA_HOME unset at build time); torch's own `torch._C` is not this
+    (
+        re.compile(r"cannot import name '_C' from '(?P<package>(?!torch')[A-Za-z_][\w.]*)'|name '_C' is not defined"),
+        _simple("extension-op-missing"),
+    ),
     # an application's own log of torch.cuda.is_available() being False (2noise/ChatTTS gpu_utils: "No GPU found,
     # use CPU instead"; "CUDA is not available, using CPU", "falling back to CPU"): the state, not its cause
     (
@@ -844,11 +855,42 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
 _REPL = (_repl_version, _repl_available, _repl_cuda, _repl_arch)
 
 
+# For the patterns a regex scan of a 1 MB paste is slow for (an optional or case-free start): words every match
+# contains, lower-cased; the pattern runs only where the paste has one (benchmarks/bench_triage.py)
+_NEEDS: dict[str, tuple[str, ...]] = {}
+
+
+def _needs(fragment: str, *words: str) -> None:
+    found = [pattern.pattern for pattern, _ in PATTERNS if fragment in pattern.pattern]
+    if not found:  # a pattern reworded: its prefilter must follow, never silently stop applying
+        raise ValueError(f"no pattern has {fragment!r}")
+    for pattern in found:
+        _NEEDS[pattern] = words
+
+
+_needs("(?P<family>GLIBCXX|GLIBC|CXXABI)", "glibc", "cxxabi")
+_needs("segmentation fault", "segmentation fault")
+_needs("No CUDA GPUs are available", "no cuda")
+_needs("off the bus", "off the bus")
+_needs("nouveau", "nouveau")
+_needs("NVIDIA driver on your system is too old", "too old")
+_needs("SecureBoot enabled", "secureboot enabled")
+_needs("GPUs requested but none", "requested", "can not run on your system")
+_needs("No GPU found", "no gpu found", "not available")
+_needs("in state_dict", "state_dict")
+_needs("shared memory", "shared memory", "shm", "共享内存", "posix_fallocate")
+_needs("The specified module could not be found", "specified module")
+
+
 def parse(all_lines: list[str]) -> Partial:
     p = Partial("error text")
     text = joined(all_lines)
+    low = text.lower()
     seen: set[tuple[str, str]] = set()
     for pattern, handler in PATTERNS:
+        words = _NEEDS.get(pattern.pattern)
+        if words is not None and not any(w in low for w in words):
+            continue
         matches = list(pattern.finditer(text))
         if handler in _REPL:
             matches.reverse()

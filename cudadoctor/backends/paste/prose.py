@@ -84,6 +84,8 @@ _CONTAINER_CONTEXT = re.compile(
 )
 _IMAGE_CUDA = re.compile(r"nvidia/cuda:(\d+\.\d+)|pytorch/pytorch:\S*?-cuda(\d+\.\d+)")
 _SNAP_DOCKER = re.compile(r"\bsnap\s+install\s+docker\b")
+# a Kubernetes pod (not "pod" alone: RunPod's pods are plain containers)
+_KUBERNETES = re.compile(r"\b(?:kubernetes|k8s|kubectl|runtimeClassName)\b|nvidia\.com/gpu", re.I)
 _NO_SMI = re.compile(r"nvidia-smi\S*\s*(?:命令)?[^\n]{0,12}?(?:command not found|not found|未找到|找不到)", re.I)
 _YOU_HAVE = re.compile(r"\(you have (?P<v>\d\.\d{1,2}\.\d{1,2}(?:\+(?:cu\d{2,3}|cpu))?)\)")
 _NOT_INSTALLED_TORCH = re.compile(r"built for:?\s*$|requires?\s*$|compatible with\s*$|>=\s*$|<\s*$", re.I)
@@ -239,6 +241,8 @@ def _conda_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
 
 def _available_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
     available = m.group("v").lower() == "true"
+    if available and re.search(r"device_count\(\)[`*\s]*(?:is|returns?|=|==|:)?[`*\s]*0\b", line):
+        return  # "is_available() is True but device_count() is 0" (Lightning-AI#16590): no usable state, not True
     if not available and p.values.get("torch_available") is True:
         # "on the server it is True ... on my Windows PC it is False": prose that names both is asking
         # about the False one (a post fixed in its own text says so in words, not in a second value)
@@ -335,6 +339,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
         _container_line,
     ),
     (("snap",), _SNAP_DOCKER, _hit("docker-snap")),
+    (("kube", "k8s", "runtimeclass", "nvidia.com/gpu"), _KUBERNETES, _hit("kubernetes-context")),
     (("nvidia-smi",), _NO_SMI, _hit("nvidia-smi-not-found")),
     (("docker", "podman"), _DOCKER_RUN, _docker_run_line),
     (("docker", "podman"), _DOCKER_RUN_QUOTED, _docker_run_line),
@@ -524,10 +529,15 @@ _ELSEWHERE = re.compile(r"download\.pytorch\.org|index-url|\s-f\s|\+cu\d|\.whl\b
 
 def _windows_named(p: Partial, all_lines: list[str]) -> None:
     """ "Windows 11", "win10" in prose: the OS, unless the post also names WSL (then torch runs in Linux)."""
-    if "os" in p.values or any(re.search(r"\bWSL\d?\b|Subsystem for Linux", line, re.I) for line in all_lines):
+    low = "\n".join(all_lines).lower()
+    if "os" in p.values or "win" not in low:
+        return
+    if ("wsl" in low or "subsystem for linux" in low) and any(
+        re.search(r"\bWSL\d?\b|Subsystem for Linux", line, re.I) for line in all_lines
+    ):
         return
     for n, line in enumerate(all_lines):
-        if _WINDOWS.search(line):
+        if "win" in line.lower() and _WINDOWS.search(line):
             p.set("os", "Windows", where(n, line))
             return
 

@@ -27,7 +27,7 @@ def conda_build(p: Partial, all_lines: list[str]) -> None:
     """A pytorch conda build string on a line that names torch: torch's CUDA, and its version where the
     string starts with one ("0.4.1_cuda9.2_…"). A conda list row is packages.py's."""
     for n, line in enumerate(all_lines):
-        m = _CONDA_BUILD.search(line)
+        m = _CONDA_BUILD.search(line) if "_cudnn" in line.lower() else None
         if not m or not _TORCH_WORD.search(line) or _OTHER.search(line):
             continue
         w = where(n, line)
@@ -65,12 +65,19 @@ _NVIDIA_NAMED = re.compile(
 )
 
 
+def _may_deny_nvidia(line: str) -> bool:
+    """A cheap test before _NO_NVIDIA, whose Chinese branch may start anywhere: every branch names one of these."""
+    low = line.lower()
+    return "nvidia" in low or "intel" in low or "amd" in low or "没" in line or "无" in line
+
+
 def no_nvidia_gpu(p: Partial, all_lines: list[str]) -> None:
     """The person says the machine has no NVIDIA GPU (an Intel or AMD one only): hit says-no-nvidia-gpu.
     Never where the post names an NVIDIA GPU too, or hedges it."""
-    if p.torch_gpus or any(_NVIDIA_NAMED.search(line) for line in all_lines):
+    candidates = [(n, line) for n, line in enumerate(all_lines) if _may_deny_nvidia(line) and _NO_NVIDIA.search(line)]
+    if not candidates or p.torch_gpus or any(_NVIDIA_NAMED.search(line) for line in all_lines):
         return
-    for n, line in enumerate(all_lines):
+    for n, line in candidates:
         m = _NO_NVIDIA.search(line)
         if not m:
             continue
@@ -93,7 +100,7 @@ _CPU_ASKED = re.compile(
 
 def trainer_on_cpu(p: Partial, all_lines: list[str]) -> None:
     """ "Process rank: 0, device: cpu, n_gpu: 0": torch.cuda.is_available() was False in that run."""
-    if any(_CPU_ASKED.search(line) for line in all_lines):
+    if "n_gpu" not in "\n".join(all_lines) or any(_CPU_ASKED.search(line) for line in all_lines):
         return
     for n, line in enumerate(all_lines):
         if "n_gpu" in line and _RANK_LINE.search(line):
@@ -110,7 +117,7 @@ _CUDA_SAID = re.compile(r"(?<![A-Za-z])cuda\s*(?:版本)?\s*(?:是|为|:|：)?\s
 
 def torch_said_installed(p: Partial, all_lines: list[str]) -> None:
     for n, line in enumerate(all_lines):
-        m = _TORCH_HAVE.search(line)
+        m = _TORCH_HAVE.search(line) if "torch" in line.lower() else None
         if not m or re.search(r"没|未|不", line[m.start() : m.end() + 2]):
             continue
         w = where(n, line)
@@ -142,7 +149,7 @@ _P2P_LINE = re.compile(r"NCCL_P2P_DISABLE\s*=\s*1")
 def p2p_fixes(p: Partial, all_lines: list[str]) -> None:
     """A line saying it worked, at or up to three lines above NCCL_P2P_DISABLE=1, in a post that says the
     run failed without it: hit p2p-fixes (with p2p-disabled, CD161)."""
-    if not any(_FAILED.search(line) for line in all_lines):
+    if "NCCL_P2P_DISABLE" not in "\n".join(all_lines) or not any(_FAILED.search(line) for line in all_lines):
         return
     for n, line in enumerate(all_lines):
         if not _P2P_LINE.search(line):
@@ -171,6 +178,9 @@ _ERROR_TEXT = re.compile(
 def screenshot_only(p: Partial, all_lines: list[str]) -> None:
     """A screenshot where the error should be: the post names a GPU, CUDA, torch or an error, and pastes no
     error text. Hit error-in-screenshot (the ask: paste the error as text)."""
+    blob = "\n".join(all_lines).lower()
+    if "![" not in blob and "<img" not in blob:
+        return
     shot = next(((n, line) for n, line in enumerate(all_lines) if _SCREENSHOT.search(line)), None)
     if shot is None or any(_ERROR_TEXT.search(line) for line in all_lines):
         return
@@ -188,7 +198,7 @@ _ASKED_ZH = re.compile(r"吗|嗎|？|\?|是否|是不是|能不能|可不可以|
 
 def cuda_usable_said(p: Partial, all_lines: list[str]) -> None:
     """ "cuda可用" said as a fact: torch.cuda.is_available() is True, with the line."""
-    if "torch_available" in p.values:
+    if "torch_available" in p.values or "可" not in "\n".join(all_lines):
         return
     for n, line in enumerate(all_lines):
         m = _USABLE_ZH.search(line)
@@ -217,7 +227,8 @@ _TRIED = re.compile(
 
 def oom_advice_tried(p: Partial, all_lines: list[str]) -> None:
     """PYTORCH_CUDA_ALLOC_CONF's knobs said to have been tried: an out-of-memory error happened."""
-    if any(h.kind == "out-of-memory" for h in p.hits):
+    blob = "\n".join(all_lines)
+    if any(h.kind == "out-of-memory" for h in p.hits) or ("max_split_size_mb" not in blob and "expandable" not in blob):
         return
     for n, line in enumerate(all_lines):
         if ("max_split_size_mb" in line or "expandable_segments" in line) and _TRIED.search(line):

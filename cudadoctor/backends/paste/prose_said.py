@@ -26,6 +26,9 @@ def repl(p: Partial, all_lines: list[str]) -> None:
     `torch.cuda.available()`, a common misspelling, as is_available). Where the transcript shows the same
     question twice (before and after an upgrade), the later answer is the state asked about."""
     found: dict[str, tuple[object, str]] = {}
+    blob = "\n".join(all_lines)
+    if ">>>" not in blob and "In [" not in blob and "In[" not in blob:
+        return
     for n, line in enumerate(all_lines):
         m = _PROMPT.match(line)
         if not m:
@@ -93,8 +96,11 @@ _DRIVER_CUDA_ZH = re.compile(r"(?:cuda|CUDA)\s*驱动(?:版本)?\s*(?:是|为|:|
 def driver_too_old(p: Partial, all_lines: list[str]) -> None:
     """The person reports torch's "driver too old" message in words: the same hit and facts the message
     sets (a CUDA build, is_available() False), with the line."""
+    blob = "\n".join(all_lines)
+    if "驱动" not in blob and "too old" not in blob.lower() and "太" not in blob:
+        return
     for n, line in enumerate(all_lines):
-        c = _DRIVER_CUDA_ZH.search(line)
+        c = _DRIVER_CUDA_ZH.search(line) if "驱动" in line else None
         if c and not _ASKED.search(_sentence(line, c.start(), c.end())):
             major, minor = c.group("v").split(".")
             p.set("driver_cuda", int(major) * 1000 + int(minor) * 10, where(n, line))
@@ -138,13 +144,37 @@ _OOM_DENIED = re.compile(
 _RUN_CONTEXT = re.compile(r"gpu|cuda|vram|显存|train|epoch|batch|iteration|step|infer|model|forward|backward", re.I)
 
 
+# GPU memory said to run out, in Chinese: "显存不够", "爆显存", "似乎是内存不够" beside a GPU model or a size
+# (Vision-CAIR/MiniGPT-4#50: "我试图用我的3060（12G）跑，似乎是内存不够"); 内存 alone is host RAM
+_OOM_ZH = re.compile(r"显存(?:不够|不足|爆了?|溢出)|爆显存|(?:内存)(?:不够|不足)")
+_GPU_OR_SIZE = re.compile(r"显存|显卡|(?<!\d)(?:[1-9]\d{3}|[AHLV]100|T4)(?!\d)|\d+\s*G(?:B|iB)?(?![A-Za-z])", re.I)
+
+
+def _oom_said_zh(p: Partial, all_lines: list[str]) -> bool:
+    for n, line in enumerate(all_lines):
+        m = _OOM_ZH.search(line) if ("显存" in line or "内存" in line) else None
+        if not m:
+            continue
+        said = _sentence(line, 0, m.end())
+        if re.search(r"吗|？|\?|如果|是否|不是", said):
+            continue
+        if "显存" not in m.group(0) and not _GPU_OR_SIZE.search(said):
+            continue  # 内存 without a GPU beside it is the host's memory
+        p.hits.append(Hit("out-of-memory", short(said.strip()), {"where": where(n, line)}))
+        return True
+    return False
+
+
 def oom_said(p: Partial, all_lines: list[str]) -> None:
     """ "OOM" said of a run, with a run or GPU word in the sentence: out of memory while running, as torch's
     message would say it, without its sizes. Not where the paste shows CUDA failing."""
-    if any(_CUDA_FAILED.search(line) for line in all_lines):
+    blob = "\n".join(all_lines)
+    if ("OOM" not in blob and "存" not in blob) or any(_CUDA_FAILED.search(line) for line in all_lines):
+        return
+    if "存" in blob and _oom_said_zh(p, all_lines):
         return
     for n, line in enumerate(all_lines):
-        m = _OOM_WORD.search(line)
+        m = _OOM_WORD.search(line) if "OOM" in line else None
         if not m:
             continue
         said = _sentence(line, m.start(), m.end())
@@ -183,12 +213,21 @@ _NOT_A_RUN = re.compile(
 )
 
 
+def _memory_words(line: str) -> bool:
+    low = line.lower()
+    return "gpu" in low or "vram" in low or "video" in low or "显存" in line
+
+
 def memory_in_use(p: Partial, all_lines: list[str]) -> None:
     """A person reports GPU memory a running program holds: the GPU ran. Never beside a CUDA failure in the
     same paste, nor for memory a model would need."""
-    if p.values.get("torch_available") is False or any(_CUDA_FAILED.search(line) for line in all_lines):
+    if p.values.get("torch_available") is False:
         return
-    for n, line in enumerate(all_lines):
+    # every wording names the GPU, VRAM, video memory or 显存: a cheap test first, the failure scan only if one does
+    cheap = [(n, line) for n, line in enumerate(all_lines) if _memory_words(line)]
+    if not cheap or any(_CUDA_FAILED.search(line) for line in all_lines):
+        return
+    for n, line in cheap:
         m = _MEMORY_USED.search(line)
         if not m:
             continue
@@ -223,6 +262,8 @@ _NOT_SAID = re.compile(
 def cpu_build_said(p: Partial, all_lines: list[str]) -> None:
     """The person says the torch in use is the CPU build: a CPU build, with the line; a version named in
     front of it ("2.3.1的cpu版本") is that build's, the one asked about."""
+    if "cpu" not in "\n".join(all_lines).lower():
+        return
     torch_named = any(re.search(r"(?<![A-Za-z])(?:py)?torch", line, re.I) for line in all_lines)
     for n, line in enumerate(all_lines):
         m = _CPU_BUILD.search(line)

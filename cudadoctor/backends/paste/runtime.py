@@ -117,6 +117,8 @@ _HARMLESS = [
     # aten/src/ATen/native/transformers/cuda/sdp_utils.cpp on builds without flash attention (Windows wheels):
     # scaled_dot_product_attention uses another kernel; "does not affect use" (modelscope/DiffSynth-Studio#26)
     (re.compile(r"Torch was not compiled with flash attention"), "no flash attention"),
+    # Lightning's tip on a GPU with Tensor Cores (lightning/fabric/accelerators/cuda.py): a notice on a working GPU
+    (re.compile(r"You are using a CUDA device \('[^']+'\) that has Tensor Cores"), "Tensor Cores tip"),
     # WSL2: the Windows driver puts copies, not links, in /usr/lib/wsl/lib; "not blocking in any way"
     # (a WSL collaborator, microsoft/WSL#5548; yuk7/ArchWSL#248)
     (re.compile(r"(?:/usr/lib/wsl/lib/)?libcuda\.so\.1 is not a symbolic link"), "WSL libcuda.so.1 copy"),
@@ -127,6 +129,9 @@ _RAN = [
     re.compile(r"^\s*Device: cuda:(\d+) (?P<name>.+?)(?: : \w+)?\s*$"),  # ComfyUI
     re.compile(r"\bCUDA:\d+ \((?:NVIDIA )?[^,()]+, \d+ ?MiB\)"),  # Ultralytics' banner
     re.compile(r"Using device:? cuda(?::\d+)?\b|device\s*=\s*cuda:\d+\b|CUDA device ?0[:：]?\s*\S", re.I),
+    # Lightning: "You are using a CUDA device ('NVIDIA GeForce RTX 4070') that has Tensor Cores"; "GPU available:
+    # True (cuda), used: True" (lightning/pytorch/trainer/connectors: _log_device_info)
+    re.compile(r"You are using a CUDA device \('[^']+'\)|GPU available: True(?: \(cuda\))?, used: True"),
 ]
 
 
@@ -147,8 +152,16 @@ def _banners(p: Partial, all_lines: list[str]) -> None:
         p.hits.append(Hit("cpu-torch-beside-gpu-run", short(cpu.group(0)), {"torch": cpu.group("torch"), "gpu": gpu}))
 
 
+# Lightning's device banner: what torch.cuda.is_available() said in that run ("GPU available: False, used: False")
+_LIGHTNING_GPU = re.compile(r"GPU available: (?P<v>True|False)(?: \((?:cuda|mps)\))?, used: (?:True|False)")
+
+
 def parse(all_lines: list[str], text: str) -> Partial:
     p = Partial("run-time output")
+    banner = _LIGHTNING_GPU.search(text) if "GPU available:" in text else None
+    if banner is not None and "(mps)" not in banner.group(0):
+        p.set("torch_available", banner.group("v") == "True", "Lightning's device banner")
+        p.set("torch_installed", True, "Lightning's device banner")
     _oom(p, text)
     _banners(p, all_lines)
     for pattern, kind in _CODE_BUGS:

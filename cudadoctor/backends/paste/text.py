@@ -11,7 +11,8 @@ MAX_LINES = 20_000  # a longer paste (a whole log) is read at its start and its 
 # and the final traceback are
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^\s*(?:```|~~~)[`~]*")
+_INFO_STRING = re.compile(r"[\w+.#-]{1,30}(?:\s*\{[^}]*\})?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|br|p)\b[^>]*>", re.I)
 
@@ -42,8 +43,13 @@ def lines(text: str) -> list[str]:
         raw_lines = raw_lines[: MAX_LINES // 2] + raw_lines[-MAX_LINES // 2 :]
     out = []
     for raw in raw_lines:
-        if _FENCE.match(raw):
-            continue
+        fence = _FENCE.match(raw)
+        if fence:
+            # a fence line is dropped, but not the text pasted on it ("```RuntimeError: CUDA out of memory…",
+            # lllyasviel/ControlNet#301); a bare info string ("```python", "```sh") is no text
+            raw = raw[fence.end() :].strip().rstrip("`~").strip()
+            if not raw or _INFO_STRING.fullmatch(raw):
+                continue
         line = _QUOTE.sub("", raw)
         line = _TAGS.sub("", line)
         out.append(line[:MAX_LINE].rstrip())

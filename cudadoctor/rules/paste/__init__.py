@@ -44,6 +44,7 @@ from cudadoctor.rules.paste.containers import (
     docker_run_no_gpus,
     image_needs_newer_driver,
     no_driver,
+    pod_without_gpu,
     shm,
     singularity_no_nv,
 )
@@ -136,6 +137,10 @@ def evaluate(f: Facts) -> list[Finding]:
         and "container-ran-smi" not in kinds
     ):
         out.append(container_sees_no_gpu(kinds["no-cuda-gpus"][0]))
+    no_libcuda = [h for h in kinds.get("cannot-open-library", []) if h.detail.get("library", "").startswith("libcuda")]
+    driver_missing = no_libcuda + kinds.get("no-driver", [])
+    if "kubernetes-context" in kinds and driver_missing and not container:
+        out.append(pod_without_gpu(kinds["kubernetes-context"][0], driver_missing[0]))
     if "shm-too-small" in kinds:
         out.append(shm(kinds["shm-too-small"][0]))
     if "no-driver" in kinds and not (f.driver and f.driver.init_status == "LIBRARY_NOT_FOUND"):
@@ -220,6 +225,11 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         findings = [x for x in findings if x.code != "CD200"]
     # the kernel log's own reason the module did not load (a legacy-only GPU, the wrong module flavour,
     # Secure Boot, nouveau, no module for this kernel) is what nvidia-smi's "couldn't communicate" follows from
+    # a pod without its GPU is why the program found no driver there
+    if any(x.code == "CD146" for x in findings):
+        for x in findings:
+            if x.code in ("CD905", "CD911") and x.cause is None:
+                x.cause = "CD146"
     module_roots = ("CD116", "CD117", "CD118", "CD119", "CD126")
     root = next((x.code for x in findings if x.code in module_roots and x.severity is Severity.ERROR), None)
     for x in findings:

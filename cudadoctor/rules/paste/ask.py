@@ -41,6 +41,11 @@ _ENV = "env | grep -E '^CUDA_(VISIBLE_DEVICES|DEVICE_ORDER)='"
 _FAULT = 'python -X faulthandler -c "import {module}"'
 
 
+_OP_BUILD = (
+    'echo "CUDA_HOME=$CUDA_HOME"; nvcc -V; python -c "import torch; print(torch.__version__, torch.version.cuda)"'
+)
+
+
 _AS_TEXT = "python train.py 2>&1 | tail -n 50  # the same command; paste the text, not a screenshot"
 
 
@@ -63,6 +68,14 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     if seg is not None:
         module = seg.detail.get("module", "torch")
         asks.append((msg("where the import crashes: Python's traceback of the crash"), _FAULT.format(module=module)))
+    op = next((h for h in p.hits if h.kind == "extension-op-missing"), None)
+    if op is not None:
+        asks.append(
+            (
+                msg("whether the package's CUDA op was built: CUDA_HOME at build time, nvcc against torch's CUDA"),
+                _OP_BUILD,
+            )
+        )
     if any(h.kind == "error-in-screenshot" for h in p.hits):
         asks.append((msg("the error itself, as text (a screenshot cannot be searched or read here)"), _AS_TEXT))
     if t is None or t.installed is None or (t.installed and t.cuda_built is None):
