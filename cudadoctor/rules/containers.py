@@ -12,7 +12,7 @@ NVIDIA runtime is not the default). NVIDIA/nvidia-docker#1483 (host PIDs), apach
 from __future__ import annotations
 
 from cudadoctor.facts import Facts
-from cudadoctor.model import Finding, Severity, Table, msg, msg_n
+from cudadoctor.model import Finding, Fix, Severity, Table, msg, msg_n
 from cudadoctor.rules.catalogue import entry, fix
 from cudadoctor.rules.predicates import capabilities_cause, container
 from cudadoctor.rules.predicates import container_root_cause as root_cause
@@ -60,6 +60,21 @@ HIDDEN_PROCESSES = entry(
 HIDDEN_MIN_BYTES = 1 << 30
 
 
+def kubernetes_fixes() -> list[Fix]:
+    """What a pod without a GPU needs; triage's rule for a pod's program without a driver gives the same."""
+    return [
+        fix(
+            "Ask for a GPU in the container's resources (and the NVIDIA runtime class)",
+            "spec: {runtimeClassName: nvidia, containers: [{resources: {limits: {nvidia.com/gpu: 1}}}]}",
+        ),
+        fix(
+            "Check that the node offers GPUs (the NVIDIA device plugin runs there)",
+            "kubectl describe node NODE | grep -i nvidia.com/gpu",
+            "kubectl get pods -A | grep -i nvidia-device-plugin",
+        ),
+    ]
+
+
 def evaluate(f: Facts) -> list[Finding]:
     out: list[Finding] = []
     c = container(f)
@@ -79,21 +94,7 @@ def evaluate(f: Facts) -> list[Finding]:
             )
         )
     elif c is not None and cause == "CD146":
-        out.append(
-            KUBERNETES.finding(
-                fix=[
-                    fix(
-                        "Ask for a GPU in the container's resources (and the NVIDIA runtime class)",
-                        "spec: {runtimeClassName: nvidia, containers: [{resources: {limits: {nvidia.com/gpu: 1}}}]}",
-                    ),
-                    fix(
-                        "Check that the node offers GPUs (the NVIDIA device plugin runs there)",
-                        "kubectl describe node NODE | grep -i nvidia.com/gpu",
-                        "kubectl get pods -A | grep -i nvidia-device-plugin",
-                    ),
-                ]
-            )
-        )
+        out.append(KUBERNETES.finding(fix=kubernetes_fixes()))
     cuda_missing = f.cuda_driver is not None and f.cuda_driver.library_found is False
     nvml_ok = f.driver is not None and f.driver.init_status == "ok"
     if c is not None and cuda_missing and nvml_ok and capabilities_cause(f):

@@ -97,7 +97,7 @@ def container_sees_no_gpu(h: PasteHit) -> Finding:
 def pod_without_gpu(h: PasteHit, error: PasteHit) -> Finding:
     """A Kubernetes pod whose program finds no NVIDIA driver (libcuda missing, "Found no NVIDIA driver"): the
     container got no GPU (NVIDIA/nvidia-docker#828: the image ran under `docker run --runtime nvidia`)."""
-    from cudadoctor.rules.containers import KUBERNETES
+    from cudadoctor.rules.containers import KUBERNETES, kubernetes_fixes
 
     return KUBERNETES.finding(
         title=msg(
@@ -109,17 +109,7 @@ def pod_without_gpu(h: PasteHit, error: PasteHit) -> Finding:
             "without them finds no driver, whatever the image holds.",
             page=msg(KUBERNETES.explanation),
         ),
-        fix=[
-            fix(
-                "Ask for a GPU in the container's resources (and the NVIDIA runtime class)",
-                "spec: {runtimeClassName: nvidia, containers: [{resources: {limits: {nvidia.com/gpu: 1}}}]}",
-            ),
-            fix(
-                "Check that the node offers GPUs (the NVIDIA device plugin runs there)",
-                "kubectl describe node NODE | grep -i nvidia.com/gpu",
-                "kubectl get pods -A | grep -i nvidia-device-plugin",
-            ),
-        ],
+        fix=kubernetes_fixes(),
     )
 
 
