@@ -32,6 +32,8 @@ NOT_ERRORS = frozenset(
         "p2p-fixes",
         "error-in-screenshot",
         "app-on-cpu",
+        "extension-arch-flags",
+        "kubernetes-context",
     }
 )
 

@@ -113,7 +113,8 @@ def test_no_kernel_image_in_an_extension() -> None:
     )
     _, found = triage(paste)
     assert found["CD240"]["severity"] == "error" and "mmcv" in found["CD240"]["title"] and "CD215" not in found
-    # a Python traceback: the last frame before the error is the extension's
+    # torchvision's ops come from the same index and build as torch: a kernel missing there is torch's build,
+    # not an extension to rebuild against the installed torch
     paste = (
         "Traceback (most recent call last):\n"
         '  File "/home/u/det/train.py", line 10, in <module>\n    keep = nms(boxes, scores, 0.5)\n'
@@ -121,7 +122,17 @@ def test_no_kernel_image_in_an_extension() -> None:
         "    return torch.ops.torchvision.nms(boxes, scores, iou_threshold)\n"
         "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
     )
-    assert "extension-no-kernel" in kinds(paste)
+    assert "no-kernel-image" in kinds(paste) and "extension-no-kernel" not in kinds(paste)
+    # an op library nobody names in the table: no pip line that could install a look-alike from PyPI
+    paste = (
+        '  File "/home/u/proj/model.py", line 12, in forward\n      return torch.ops.my_ops.fused_gelu(x)\n'
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
+    _, found = triage(paste)
+    commands = [c for fx in found["CD240"]["fix"] for c in fx["commands"]]
+    assert not any("--no-binary" in c for c in commands) and any(
+        c.endswith("install --no-build-isolation -e .") for c in commands
+    )
 
 
 def test_no_kernel_image_in_torch_stays_torchs() -> None:

@@ -856,3 +856,8 @@ def test_lightning_device_banner_and_tensor_cores_tip() -> None:
 def test_available_but_no_device_is_not_read_as_available() -> None:
     # Lightning-AI/pytorch-lightning#16590: a torch bug, not a working GPU
     assert read("`torch.cuda.is_available()` is `True` but `torch.cuda.device_count()` is `0`\n").facts.torch is None
+
+
+def test_the_gpus_available_memory_is_not_cuda_said_to_work() -> None:
+    # "GPU可用显存只有2G": the GPU's available memory, not "CUDA is usable"
+    assert read("GPU可用显存只有2G，模型跑不起来\n").facts.torch is None

@@ -742,3 +742,60 @@ def test_torch_s_own_not_compatible_verdict_is_one_finding(run_cli):
     # a page and this machine's facts on lines of their own stay inside their list item
     inside = md.split("**CD205**", 1)[1].split("###", 1)[0]
     assert all(ln.startswith(("  ", "|")) or not ln.strip() for ln in inside.splitlines()[1:]), inside
+
+
+@pytest.mark.parametrize(
+    ("post", "absent"),
+    [
+        # the driver, not the GPU, is what is missing
+        ("容器里没装nvidia显卡驱动，torch.cuda.is_available() 返回 False\n", "CD108"),
+        # a container denied, or where the same program works: not where it failed
+        ("I'm not running in docker, this is bare metal.\nRuntimeError: No CUDA GPUs are available\n", "CD910"),
+        (
+            "The same script works fine in docker, but on the host I get:\nRuntimeError: No CUDA GPUs are available\n",
+            "CD910",
+        ),
+        # a comparison of builds beside a CUDA error, which proves a CUDA build
+        (
+            "The CPU build of torch works fine, but the CUDA build fails.\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+            "CD216",
+        ),
+        # torchaudio's library is not torch's: its import failing is not "import torch fails"
+        (
+            ">>> import torchaudio\nOSError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
+            "(required by /home/u/venv/lib/python3.10/site-packages/torchaudio/lib/libtorchaudio.so)\n",
+            "CD211",
+        ),
+        # an export told in a sentence, with the GPU's own architecture in it: torch's build, not an extension's
+        (
+            "I have an RTX 5090 and get this when running my model:\n"
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+            'I already tried export TORCH_CUDA_ARCH_LIST="12.0" before running, same error.\n',
+            "CD240",
+        ),
+    ],
+)
+def test_second_read_counter_examples_raise_nothing_they_do_not_show(post, absent):
+    # each from the review of the eighth session's readers: a sentence that resembles a reading but says otherwise
+    assert absent not in {f.code for f in diagnose(read(post)).findings}
+
+
+def test_wsl2_denied_is_not_wsl2_and_a_library_said_twice_is_one_finding():
+    p = read("This is native Ubuntu 22.04, not WSL2.\nOSError: libcuda.so.1: cannot open shared object file\n")
+    assert not (p.facts.system and p.facts.system.wsl)
+    rep = diagnose(
+        read(
+            "CUDA SETUP: Required library version not found: libbitsandbytes_cpu.so.\n"
+            "UserWarning: The installed version of bitsandbytes was compiled without GPU support.\n"
+        )
+    )
+    assert [f.code for f in rep.findings].count("CD905") == 1
+
+
+def test_a_long_token_beside_a_loader_error_is_read_in_bounded_time():
+    # a base64 image in the same paste as a GLIBCXX error: the runtime's path is bounded, not retried per offset
+    paste = "![x](data:image/png;base64," + "A" * 400_000 + ")\nversion `GLIBCXX_3.4.30' not found\n"
+    start = time.perf_counter()
+    read(paste)
+    assert time.perf_counter() - start < 2.0

@@ -115,7 +115,8 @@ def _extension_of(frame: re.Match[str]) -> str | None:
     from cudadoctor.knowledge import extension_modules
 
     path, code = frame.group("path"), frame.group("code")
-    if _TORCH_PATH.search(path) and "torchvision" not in path:
+    # torchvision's ops come from the same index and build as torch: a missing kernel there is torch's build
+    if _TORCH_PATH.search(path) or "torchvision" in path or "torch.ops.torchvision" in code:
         return None
     parts = [x for x in re.split(r"[/\\]", path) if x]
     installed = parts[parts.index("site-packages") + 1] if "site-packages" in parts[:-1] else None
@@ -131,9 +132,20 @@ def _extension_of(frame: re.Match[str]) -> str | None:
 # an extension built for chosen GPU architectures: the variable set (a Dockerfile ENV, an export); -gencode
 # flags told in prose ("I tried removing the -gencode lines") say nothing of how the failing build was made
 _ARCH_FLAGS = re.compile(
-    r"(?:\bENV\s+)?(?:MMCV_CUDA_ARGS|TORCH_CUDA_ARCH_LIST)"
+    r"(?:\bENV\s+|\bexport\s+|\$env:)(?:MMCV_CUDA_ARGS|TORCH_CUDA_ARCH_LIST)"
     r"(?:\s*=\s*|(?<=ENV MMCV_CUDA_ARGS) |(?<=ENV TORCH_CUDA_ARCH_LIST) )[\"']?[^\"'\n]{1,120}"
 )
+
+
+def _flag_archs(flags: str) -> list[str]:
+    """The compute capabilities build flags compile for: "6.1" from -gencode=arch=compute_61,code=sm_61, "7.0+PTX"
+    from TORCH_CUDA_ARCH_LIST's "7.0+PTX"; a named list ("Turing") is not read."""
+    gencode = [f"{m[0]}.{m[1:]}" for m in re.findall(r"code=sm_(\d{2,3})", flags)]
+    gencode += [f"{m[0]}.{m[1:]}+PTX" for m in re.findall(r"code=compute_(\d{2,3})", flags)]
+    if gencode:
+        return gencode
+    value = flags.split("=", 1)[1] if "=" in flags else flags.split(None, 2)[-1]
+    return re.findall(r"\d+\.\d+(?:\+PTX)?", value)
 
 
 def _no_kernel(p: Partial, m: re.Match[str]) -> None:
@@ -155,14 +167,16 @@ def _no_kernel(p: Partial, m: re.Match[str]) -> None:
         # errors say "CUDA error:", so the op that failed is the extension's (open-mmlab/OpenPCDet#623)
         p.hits.append(Hit("extension-no-kernel", short(m.group(0)), {"frame": "CUDA kernel failed : (an op's check)"}))
         return
-    if flags is not None:
-        # the paste builds an extension for chosen architectures (nvcc's -gencode, TORCH_CUDA_ARCH_LIST,
-        # MMCV_CUDA_ARGS): flags no torch wheel is built with (open-mmlab/mmcv#1413: sm_61 only, run on a V100)
+    if flags is not None and _flag_archs(flags.group(0)):
+        # the paste builds an extension for chosen architectures (MMCV_CUDA_ARGS' -gencode, TORCH_CUDA_ARCH_LIST):
+        # whether they leave the GPU out is the rules' to decide, with its compute capability (open-mmlab/mmcv#1413:
+        # sm_61 only, run on a V100); torch's kernel error stays read beside it
         package = "mmcv" if "MMCV_CUDA_ARGS" in flags.group(0) else None
         shown = flags.group(0).replace('"', "").replace("'", "").strip()
-        detail = {"flags": short(shown, 200), **({"package": package} if package else {})}
-        p.hits.append(Hit("extension-no-kernel", short(m.group(0)), detail))
-        return
+        detail = {"flags": short(shown, 200), "archs": " ".join(_flag_archs(flags.group(0)))}
+        p.hits.append(
+            Hit("extension-arch-flags", short(m.group(0)), {**detail, **({"package": package} if package else {})})
+        )
     p.set("torch_cuda_built", True, _W)
     p.set("torch_installed", True, _W)
     p.set("torch_kernel_error", "no kernel image is available for execution on the device", _W)
@@ -244,7 +258,11 @@ def _dlopen(by: str | None = None, lib: str | None = None) -> Callable[[Partial,
 
 
 # a shared object of torch's own (the wheel's torch/lib, its extension module torch/_C)
-_TORCH_LIB = re.compile(r"(?:^|[/\\])torch[/\\](?:lib[/\\]|_C\b)|(?:^|[/\\])lib(?:torch|c10|shm)\w*\.so")
+# (libtorchaudio.so, libtorchvision.so are not torch's: their import is not torch's)
+_TORCH_LIB = re.compile(
+    r"(?:^|[/\\])torch[/\\](?:lib[/\\]|_C\b)"
+    r"|(?:^|[/\\])lib(?:torch(?:_cpu|_cuda\w*|_python|_global_deps)?|c10(?:_cuda)?|shm)\.so"
+)
 
 
 def _runtime_too_old(p: Partial, m: re.Match[str]) -> None:
@@ -329,8 +347,10 @@ def _no_driver(p: Partial, m: re.Match[str]) -> None:
 
 
 def _app_says_cpu(p: Partial, m: re.Match[str]) -> None:
-    p.set("torch_available", False, _W)
-    p.set("torch_installed", True, _W)
+    # torch's state only where the paste shows torch: faster-whisper, llama.cpp print the same for their own CUDA
+    if re.search(r"(?<![A-Za-z])(?:py)?torch", m.string, re.I):
+        p.set("torch_available", False, _W)
+        p.set("torch_installed", True, _W)
     p.hits.append(Hit("app-on-cpu", short(m.group(0)), {}))
 
 
@@ -459,7 +479,7 @@ def _triton_import(p: Partial, m: re.Match[str]) -> None:
     p.hits.append(Hit("triton-mismatch", short(m.group(0)), detail))
 
 
-_SO = r"(?P<lib>lib[\w+.-]*?\.so(?:\.\d+)*)"
+_SO = r"(?P<lib>lib[\w+.-]{0,120}?\.so(?:\.\d+)*)"
 PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]] = [
     # what people type in a Python prompt: >>> torch.__version__ '2.5.1+cu124'
     (
@@ -565,7 +585,10 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     # 'like this'): the C runtime (GLIBC_) or C++ runtime (GLIBCXX_, CXXABI_) found is older than the library needs
     (
         re.compile(
-            r"(?:(?P<runtime>[^\s:`'\"]*lib(?:c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so[\d.]*):\s*)?version\s+[`'‘’\"]?"
+            # the runtime's path starts a token and is bounded: an optional group retried at every offset of a
+            # long token is quadratic (a 1 MB paste with a base64 image took seconds)
+            r"(?:(?<![^\s`'\"(])(?P<runtime>[^\s:`'\"]{0,300}?lib(?:c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so[\d.]*):\s*)?"
+            r"version\s+[`'‘’\"]?"
             r"(?P<version>(?P<family>GLIBCXX|GLIBC|CXXABI)_\d+(?:\.\d+)*)[`'‘’\"]?\s+not\s+found"
             r"(?:\s*\(required\s+by\s+(?P<lib>[^)\s]+)\s*\))?"
         ),
@@ -880,6 +903,7 @@ _needs("No GPU found", "no gpu found", "not available")
 _needs("in state_dict", "state_dict")
 _needs("shared memory", "shared memory", "shm", "共享内存", "posix_fallocate")
 _needs("The specified module could not be found", "specified module")
+_needs(": cannot open shared object file", "cannot open shared object")
 
 
 def parse(all_lines: list[str]) -> Partial:

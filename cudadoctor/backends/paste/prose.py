@@ -284,7 +284,28 @@ def _singularity_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
         p.hits.append(Hit("singularity-no-nv", short(line, 160), {"where": w}))
 
 
+# "I'm not running in docker", "works fine in docker, but on the host …": not where the failing run is
+_NOT_THERE = re.compile(r"(?:\bnot|n't|\bno\b|\bnever|\bwithout|不是|不在|没有?|非)\W*(?:\w+\W+){0,3}$", re.I)
+_WORKS_THERE = re.compile(r"\b(?:works?|worked|working|fine|ok|okay)\b|正常|没问题|可以用", re.I)
+
+
+def _wsl2_said(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    """WSL2 named, not denied ("native Ubuntu 22.04, not WSL2", "instead of WSL2")."""
+    if re.search(
+        r"(?:\bnot|n't|\bno|\bwithout|instead of|rather than|不是|没有?用?)\W*$",
+        line[max(0, m.start() - 20) : m.start()],
+        re.I,
+    ):
+        return
+    p.set("wsl", True, w)
+
+
 def _in_container_line(p: Partial, line: str, w: str, m: re.Match[str]) -> None:
+    before = line[max(0, m.start() - 40) : m.start()]
+    clause = re.split(r"[,;.，；。]|\bbut\b|但", line)
+    here = next((c for c in clause if m.group(0) in c), line)
+    if _NOT_THERE.search(before) or _WORKS_THERE.search(here):
+        return
     p.set("in_container", True, w)
 
 
@@ -345,7 +366,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("docker", "podman"), _DOCKER_RUN_QUOTED, _docker_run_line),
     # WSL2's driver libraries live there (the Windows driver mounts them): this is WSL2
     (("/usr/lib/wsl",), _WSL_LIB, lambda p, line, w, m: p.set("wsl", True, w)),
-    (("wsl",), _WSL2_SAID, lambda p, line, w, m: p.set("wsl", True, w)),
+    (("wsl",), _WSL2_SAID, lambda p, line, w, m: _wsl2_said(p, line, w, m)),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器", "docker"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),

@@ -55,7 +55,9 @@ _NO_NVIDIA = re.compile(
     rf"|\bmy\s+(?:laptop|pc|computer|machine|notebook)\s+(?:only\s+)?has\s+(?:only\s+)?(?:an?\s+)?"
     rf"(?:intel\s+(?:u?hd|iris)|amd\s+radeon)"
     r"|(?:我的?(?:电脑|笔记本|机器)?|电脑|笔记本|本机)?\s*(?:没有|没装|无)\s*(?:N卡|n卡|独显|独立显卡|英伟达(?:的)?显卡"
-    r"|nvidia\s*(?:的)?\s*(?:显卡|gpu))",
+    r"|nvidia\s*(?:的)?\s*(?:显卡|gpu))"
+    # "没装nvidia显卡驱动", "I don't have the NVIDIA GPU driver": the driver, not the GPU, is what is missing
+    r"(?!\s*(?:的)?\s*(?:驱动|driver))",
     re.I,
 )
 _HEDGED = re.compile(r"\?|？|\b(?:if|whether|even\s+if|unless|suppose)\b|如果|若|是否|是不是|吗|假如", re.I)
@@ -192,7 +194,9 @@ def screenshot_only(p: Partial, all_lines: list[str]) -> None:
 
 # CUDA said to work, in Chinese ("cuda可用", "GPU是可以用的"): what torch.cuda.is_available() True is told as;
 # not denied (不可用, 无法使用) nor asked (吗, ？, 是否)
-_USABLE_ZH = re.compile(r"(?:cuda|CUDA|gpu|GPU)\s*(?:是|也|都)?\s*(?<![不没無无])可(?:以)?用(?:的)?(?![吗嗎?？])")
+_USABLE_ZH = re.compile(
+    r"(?:cuda|CUDA|gpu|GPU)\s*(?:是|也|都)?\s*(?<![不没無无])可(?:以)?用(?:的)?(?![吗嗎?？]|\s*(?:的)?(?:显存|内存|空间|资源))"
+)
 _ASKED_ZH = re.compile(r"吗|嗎|？|\?|是否|是不是|能不能|可不可以|如何|怎么")
 
 

@@ -138,7 +138,7 @@ _NOT_GPU_OOM = re.compile(
 # an OOM that did not happen, or might: asked about in its own clause ("to avoid OOM", "no OOM so far")
 _OOM_DENIED = re.compile(
     r"\b(?:avoid|prevent|without|no|not|never|won'?t|doesn'?t|didn'?t|wouldn'?t|isn'?t|if|whether|instead|would"
-    r"|could|might|may|risk)\b|\?",
+    r"|could|might|may|risk|fix|fixes|tips?|to reduce|readme|docs?)\b|\?",
     re.I,
 )
 _RUN_CONTEXT = re.compile(r"gpu|cuda|vram|显存|train|epoch|batch|iteration|step|infer|model|forward|backward", re.I)
@@ -259,15 +259,24 @@ _NOT_SAID = re.compile(
 )
 
 
+# "The CPU build of torch works fine, but the CUDA build fails": a comparison, not the build in use
+_CUDA_BUILD_TOO = re.compile(r"\b(?:cuda|gpu)\s*(?:build|version|wheel|variant)\b|(?:cuda|gpu|GPU)\s*版", re.I)
+_CUDA_RAN = re.compile(
+    r"CUDA error: (?!no kernel image)|CUDA out of memory|illegal memory access|device-side assert", re.I
+)
+
+
 def cpu_build_said(p: Partial, all_lines: list[str]) -> None:
     """The person says the torch in use is the CPU build: a CPU build, with the line; a version named in
     front of it ("2.3.1的cpu版本") is that build's, the one asked about."""
-    if "cpu" not in "\n".join(all_lines).lower():
-        return
+    blob = "\n".join(all_lines)
+    if "cpu" not in blob.lower() or _CUDA_RAN.search(blob):
+        return  # a CUDA error while running proves a CUDA build, whatever a sentence compares it with
     torch_named = any(re.search(r"(?<![A-Za-z])(?:py)?torch", line, re.I) for line in all_lines)
     for n, line in enumerate(all_lines):
         m = _CPU_BUILD.search(line)
-        if not m or _OTHER_PACKAGE.search(line) or _NOT_SAID.search(_sentence(line, m.start(), m.end())):
+        said = _sentence(line, m.start(), m.end()) if m else ""
+        if not m or _OTHER_PACKAGE.search(line) or _NOT_SAID.search(said) or _CUDA_BUILD_TOO.search(said):
             continue
         before = _VERSION_BEFORE.search(line[: m.start()])
         of_torch = re.search(r"(?<![A-Za-z])(?:py)?torch", line, re.I) or (before and torch_named)

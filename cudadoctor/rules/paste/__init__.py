@@ -90,7 +90,8 @@ def evaluate(f: Facts) -> list[Finding]:
     if any(h.detail.get("by") != "cuDNN" for h in opens):
         # cuDNN's "Could not load library X. Error: libcuda.so: cannot open …": the loader's line names the cause
         opens = [h for h in opens if h.detail.get("by") != "cuDNN"]
-    for h in opens[:2]:
+    opens = list({(h.detail.get("library"), h.detail.get("by")): h for h in reversed(opens)}.values())[::-1]
+    for h in opens[:2]:  # each library once (bitsandbytes prints its fallback twice)
         found = cannot_open(f, h)
         if found:
             out.append(found)
@@ -150,7 +151,7 @@ def evaluate(f: Facts) -> list[Finding]:
     plan = any(h.detail.get("warning") == "cudnn-plan" for h in kinds.get("harmless-warning", []))
     if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error) and not plan:
         out.append(cudnn_status(kinds["cudnn-status"][0]))
-    out += checkpoint_errors(kinds)
+    out += checkpoint_errors(kinds, windows=bool(f.system and f.system.os == "Windows"))
     out += arch_beyond_cuda(f)
     if "no-kernel-image" in kinds:
         out += no_kernel_image_for_gpu(f)
@@ -212,6 +213,11 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         said = [x for x in findings if x.code == "CD205" and _template(x.title).startswith("torch says ")]
         if said and len(said) < sum(x.code == "CD205" for x in findings):
             findings = [x for x in findings if not any(x is s for s in said)]
+    # build flags that leave the GPU out (CD240) explain "no kernel image": torch's build is not in question
+    if any(h.kind == "extension-arch-flags" for h in p.hits) and any(
+        x.code == "CD240" and x.severity is Severity.ERROR for x in findings
+    ):
+        findings = [x for x in findings if x.code not in ("CD215", "CD205")]
     # CUDA's "no kernel image" (CD215: a kernel failed) and the build's missing architecture for the GPU
     # named (CD205) are one problem; CD205 names the GPU and the build that has kernels for it
     if any(h.kind == "no-kernel-image" for h in p.hits) and any(
@@ -225,6 +231,11 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         findings = [x for x in findings if x.code != "CD200"]
     # the kernel log's own reason the module did not load (a legacy-only GPU, the wrong module flavour,
     # Secure Boot, nouveau, no module for this kernel) is what nvidia-smi's "couldn't communicate" follows from
+    # no NVIDIA GPU, as the post says (CD108): "no driver" and "no libcuda" follow from it, not a driver to install
+    if any(x.code == "CD108" for x in findings) and any(h.kind == "says-no-nvidia-gpu" for h in p.hits):
+        for x in findings:
+            if x.code in ("CD911", "CD905", "CD101", "CD125") and x.cause is None:
+                x.cause = "CD108"
     # a pod without its GPU is why the program found no driver there
     if any(x.code == "CD146" for x in findings):
         for x in findings:

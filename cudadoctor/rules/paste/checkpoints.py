@@ -47,7 +47,7 @@ def state_dict(h: PasteHit) -> Finding:
     )
 
 
-def checkpoint_errors(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
+def checkpoint_errors(kinds: dict[str, list[PasteHit]], windows: bool = False) -> list[Finding]:
     """Checkpoint errors whose text names the cause; the codes are `cudadoctor ckpt`'s."""
     from cudadoctor.rules.ckpt import entries as ckpt
 
@@ -82,7 +82,7 @@ def checkpoint_errors(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                 fix=[
                     fix(
                         "Download or copy it again, then check it",
-                        "sha256sum FILE",
+                        "certutil -hashfile FILE SHA256" if windows else "sha256sum FILE",
                         "cudadoctor ckpt inspect FILE",
                     )
                 ],

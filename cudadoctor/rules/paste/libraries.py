@@ -290,7 +290,9 @@ def _runtime_too_old(f: Facts, h: PasteHit) -> Finding:
         )
         strings = fix(
             "See the newest versions this libstdc++ has",
-            f"strings {shell.word(runtime) if runtime else '$(g++ -print-file-name=libstdc++.so.6)'} "
+            # the loaded libstdc++ from the loader's cache: `g++ -print-file-name` needs g++, and without it `strings`
+            # would wait on stdin
+            f"strings {shell.word(runtime) if runtime else _LIBSTDCXX} "
             "| grep -E '^(GLIBCXX|CXXABI)_[0-9]' "
             "| sort -V | tail -n 3",
         )
@@ -373,12 +375,12 @@ def cudnn_status(h: PasteHit) -> Finding:
 
 _TRITON_PIN = (
     "python -c \"from importlib.metadata import requires; print([r for r in requires('torch') if "
-    "r.startswith('triton')])\""
+    "r.startswith(('triton', 'pytorch-triton'))])\""
 )
 
 _PINNED = (
     '"$(python -c "from importlib.metadata import requires; '
-    "print(next(r.split(';')[0] for r in requires('torch') if r.startswith('triton')))\")\""
+    "print(next(r.split(';')[0] for r in requires('torch') if r.startswith(('triton', 'pytorch-triton'))))\")\""
 )
 
 
@@ -423,7 +425,27 @@ def _triton_mismatch(f: Facts, h: PasteHit) -> Finding:
     )
 
 
-_ARCH_HERE = "$(python -c 'import torch; print(\"%d.%d\" % torch.cuda.get_device_capability())')"
+_ARCH_HERE = "$(python -c \"import torch; print(*torch.cuda.get_device_capability(), sep='.')\")"
+
+
+def _flags_leave_out(f: Facts, archs: list[str]) -> bool:
+    """The build flags shown compile for none of the GPUs the paste names (compute capability known): a cubin of the
+    GPU's own capability, or PTX of an equal or lower one, would run. False where no GPU's capability is known."""
+    from cudadoctor.rules.paste.builds import gpus_with_cc
+
+    ccs = {cc for _, cc in gpus_with_cc(f)}
+    if not ccs or not archs:
+        return False
+
+    def runs(cc: str) -> bool:
+        want = tuple(int(x) for x in cc.split("."))
+        for a in archs:
+            base = tuple(int(x) for x in a.removesuffix("+PTX").split("."))
+            if base == want or (a.endswith("+PTX") and base <= want):
+                return True
+        return False
+
+    return not any(runs(cc) for cc in ccs)
 
 
 def _extension_no_kernel(f: Facts, h: PasteHit) -> Finding:
@@ -433,32 +455,37 @@ def _extension_no_kernel(f: Facts, h: PasteHit) -> Finding:
     from cudadoctor.rules.paste.builds import gpus_with_cc
 
     top = h.detail.get("package")
-    package = (extension_modules.distribution(top) or top) if top else None
+    # only a package the table knows is named in a pip line: a guessed name could install anything from PyPI
+    package = extension_modules.distribution(top) if top else None
+    shown = package or top
     gpus = gpus_with_cc(f)
     archs = ";".join(sorted({cc for _, cc in gpus})) if gpus else _ARCH_HERE
-    if package and gpus:
-        title = msg("{package} has no kernels for {gpu}", package=package, gpu=gpus[0][0])
-    elif package:
-        title = msg("{package}'s CUDA code has no kernels for this GPU: {error}", package=package, error=h.text)
+    if shown and gpus:
+        title = msg("{package} has no kernels for {gpu}", package=shown, gpu=gpus[0][0])
+    elif shown:
+        title = msg("{package}'s CUDA code has no kernels for this GPU: {error}", package=shown, error=h.text)
     else:
         title = msg("A CUDA extension's code has no kernels for this GPU: {error}", error=h.text)
     windows = f.system is not None and f.system.os == "Windows"
+    lang = "powershell" if windows else ""
     arch = [f'$env:TORCH_CUDA_ARCH_LIST="{archs}"' if windows else f'export TORCH_CUDA_ARCH_LIST="{archs}"']
     if "MMCV_CUDA_ARGS" in h.detail.get("flags", ""):
         # nvcc arch flags of the build's own make torch's cpp_extension ignore TORCH_CUDA_ARCH_LIST
         # (torch/utils/cpp_extension.py, _get_cuda_arch_flags: "user-provided arch flags")
-        arch.insert(0, "unset MMCV_CUDA_ARGS  # its -gencode flags replace TORCH_CUDA_ARCH_LIST")
+        unset = "Remove-Item Env:MMCV_CUDA_ARGS" if windows else "unset MMCV_CUDA_ARGS"
+        arch.insert(0, f"{unset}  # its -gencode flags replace TORCH_CUDA_ARCH_LIST")
     where = msg("Or, built from a source checkout: rebuild it there") if package else msg("Rebuild it in its checkout")
-    checkout = fix(where, *arch, "python -m pip install --no-build-isolation -e .")
-    fixes = [checkout]  # which package failed is unknown: no pip line naming one
-    if package:
+    fixes = [fix(where, *arch, "python -m pip install --no-build-isolation -e .", lang=lang)]
+    if package:  # the installed version, rebuilt from its source: never another release of it
+        pinned = f"{package}==$(python -c \"import importlib.metadata as m; print(m.version('{package}'))\")"
         fixes.insert(
             0,
             fix(
                 "Rebuild it from source for this GPU (TORCH_CUDA_ARCH_LIST)",
                 *arch,
                 "python -m pip install --no-build-isolation --no-deps --no-cache-dir --force-reinstall "
-                f"--no-binary {package} {package}",
+                f'--no-binary {package} "{pinned}"',
+                lang=lang,
             ),
         )
     if "flags" in h.detail:
@@ -474,6 +501,9 @@ def _extension_no_kernel(f: Facts, h: PasteHit) -> Finding:
             frame=h.detail.get("frame", ""),
         )
     return NO_KERNELS.finding(title=title, why=why, fix=fixes)
+
+
+_LIBSTDCXX = "\"$(ldconfig -p | awk '/libstdc\\+\\+\\.so\\.6 /{print $NF; exit}')\""
 
 
 def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
@@ -529,6 +559,10 @@ def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
         out.append(_triton_mismatch(f, kinds["triton-mismatch"][0]))
     if "extension-no-kernel" in kinds:
         out.append(_extension_no_kernel(f, kinds["extension-no-kernel"][0]))
+    elif "extension-arch-flags" in kinds and "no-kernel-image" in kinds:
+        h = kinds["extension-arch-flags"][0]
+        if _flags_leave_out(f, h.detail.get("archs", "").split()):
+            out.append(_extension_no_kernel(f, h))
     if "torchvision-mismatch" in kinds:
         h = kinds["torchvision-mismatch"][0]
         out.append(
