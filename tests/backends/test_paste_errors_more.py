@@ -463,3 +463,21 @@ def test_a_pod_whose_program_finds_no_driver_got_no_gpu() -> None:
         'get "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory"\n'
     )
     assert code == 1 and found["CD146"]["severity"] == "error" and found["CD905"]["cause"] == "CD146"
+
+
+def test_cudnn_asking_for_the_unversioned_libcuda_on_linux() -> None:
+    # CUDA had started (training runs), so the driver is there: only the libcuda.so link is missing
+    code, found = triage(
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such "
+        "file or directory\n"
+    )
+    assert code == 1 and found["CD905"]["title"].startswith("cuDNN needs libcuda.so, the unversioned name")
+    assert any("ln -s" in c for fx in found["CD905"]["fix"] for c in fx["commands"])
+
+
+def test_the_two_key_lists_of_one_load_are_one_story() -> None:
+    _, found = triage(
+        'Missing key(s) in state_dict: "map_classifier.0.weight", "map_classifier.0.bias". '
+        'Unexpected key(s) in state_dict: "world_classifier.0.weight", "world_classifier.0.bias".\n'
+    )
+    assert found["CD641"]["cause"] == "CD640"

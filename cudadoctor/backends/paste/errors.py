@@ -155,7 +155,8 @@ def _no_kernel(p: Partial, m: re.Match[str]) -> None:
     if frame is not None:
         # raised in an extension's own kernel (mmcv#2201: mmcv built on an A100 for sm_80, run on a V100):
         # torch's kernels are not in question, so no torch kernel fact
-        where = f"{frame.group('path')}:{frame.group('line')}: {frame.group('code').rstrip(' (')}"
+        code = re.split(r"\s\w+(?:Error|Exception):", frame.group("code"))[0]  # not the error that follows it
+        where = f"{frame.group('path')}:{frame.group('line')}: {code.rstrip(' (')}"
         detail = {"package": _extension_of(frame), "frame": short(where, 200)}
         p.hits.append(Hit("extension-no-kernel", short(m.group(0)), detail))
         return
@@ -233,7 +234,13 @@ def _undefined_symbol(p: Partial, m: re.Match[str]) -> None:
 
 
 def _cannot_open(p: Partial, m: re.Match[str]) -> None:
-    _library_missing(p, m, m.group("lib"))
+    lib = m.group("lib")
+    if lib == "libcuda.so" and "Could not load library" in m.string[max(0, m.start() - 160) : m.start()]:
+        # cuDNN loading a sub-library after CUDA started: the driver is there, only the unversioned name
+        # libcuda.so (a link the driver's development package makes) is not on the loader's path
+        _library_missing(p, m, lib, by="cuDNN")
+        return
+    _library_missing(p, m, lib)
 
 
 def _library_missing(p: Partial, m: re.Match[str], lib: str, by: str | None = None) -> None:

@@ -87,8 +87,10 @@ def evaluate(f: Facts) -> list[Finding]:
             continue
         out.append(undefined_symbol(f, h))
     opens = kinds.get("cannot-open-library", [])
-    if any(h.detail.get("by") != "cuDNN" for h in opens):
+    if any(h.detail.get("library") == "libcuda.so" and h.detail.get("by") == "cuDNN" for h in opens):
         # cuDNN's "Could not load library X. Error: libcuda.so: cannot open …": the loader's line names the cause
+        opens = [h for h in opens if h.detail.get("library") == "libcuda.so" or h.detail.get("by") != "cuDNN"]
+    elif any(h.detail.get("by") != "cuDNN" for h in opens):
         opens = [h for h in opens if h.detail.get("by") != "cuDNN"]
     opens = list({(h.detail.get("library"), h.detail.get("by")): h for h in reversed(opens)}.values())[::-1]
     for h in opens[:2]:  # each library once (bitsandbytes prints its fallback twice)
@@ -236,6 +238,11 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         for x in findings:
             if x.code in ("CD911", "CD905", "CD101", "CD125") and x.cause is None:
                 x.cause = "CD108"
+    # a state dict's two lists are one mismatch: what the checkpoint has extra follows from what it lacks
+    if any(x.code == "CD640" for x in findings):
+        for x in findings:
+            if x.code == "CD641" and x.cause is None:
+                x.cause = "CD640"
     # a pod without its GPU is why the program found no driver there
     if any(x.code == "CD146" for x in findings):
         for x in findings:

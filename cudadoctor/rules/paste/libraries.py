@@ -97,6 +97,8 @@ def cannot_open(f: Facts, h: PasteHit) -> Finding | None:
     wsl = f.system is not None and f.system.wsl is True
     if lib.startswith("libcuda.so") and wsl:
         return _libcuda_wsl(lib)
+    if lib == "libcuda.so" and h.detail.get("by") == "cuDNN" and not wsl:
+        return _unversioned_libcuda()
     if lib.startswith("libcuda.so") and h.detail.get("by") == "triton":
         return _libcuda_triton()
     if lib.startswith(("libcuda.so", "libnvidia-ml")):
@@ -171,6 +173,27 @@ def _bitsandbytes_cpu() -> Finding:
     )
 
 
+def _unversioned_libcuda() -> Finding:
+    """cuDNN's "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file"
+    on Linux: CUDA had started (the driver's libcuda.so.1 loaded), but cuDNN's sub-library asks for libcuda.so."""
+    return CANNOT_OPEN.finding(
+        title=msg("cuDNN needs libcuda.so, the unversioned name of the driver's library, and the loader finds none"),
+        why=msg(
+            "CUDA started, so the driver's libcuda.so.1 is there; cuDNN 8's sub-libraries ask for libcuda.so, a "
+            "link the driver's development package makes. Without it on the loader's path they do not load."
+        ),
+        fix=[
+            fix("See which libcuda names the loader knows", "ldconfig -p | grep libcuda"),
+            fix(
+                msg("Make the link beside the driver's library"),
+                "L=\"$(ldconfig -p | awk '/libcuda.so.1 /{print $NF; exit}')\"; "
+                'sudo ln -s "$L" "$(dirname "$L")/libcuda.so"',
+                "sudo ldconfig",
+            ),
+        ],
+    )
+
+
 def _wsl_libcuda_fixes() -> list[Fix]:
     return [
         fix("See the driver's libraries WSL provides", "ls -l /usr/lib/wsl/lib/libcuda*"),
@@ -226,7 +249,9 @@ def _libcuda_triton() -> Finding:
             fix(msg("Refresh the loader's cache (Triton's own advice)"), "sudo ldconfig"),
             fix(
                 msg("Or tell Triton the directory that has libcuda.so.1"),
-                "export TRITON_LIBCUDA_PATH=/usr/lib/x86_64-linux-gnu",
+                # the directory found on this machine, not one distribution's (/usr/lib64 on RHEL, aarch64's, WSL's)
+                'export TRITON_LIBCUDA_PATH="$(dirname "$(find /usr /lib /lib64 /opt -name libcuda.so.1 2>/dev/null '
+                '| head -n 1)")"',
             ),
         ],
     )
