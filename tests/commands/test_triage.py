@@ -799,3 +799,53 @@ def test_a_long_token_beside_a_loader_error_is_read_in_bounded_time():
     start = time.perf_counter()
     read(paste)
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    ("post", "code", "severity"),
+    [
+        # microsoft/DeepSpeed's op builder and apex's setup.py say what torch's cpp_extension says (MGM#91)
+        (
+            "DeepSpeed Op Builder: Installed CUDA version 12.2 does not match the version torch was compiled with "
+            "11.7, unable to compile cuda/cpp extensions without a matching cuda version.\n",
+            "CD244",
+            "warning",
+        ),
+        # "torch was not compiled with CUDA support" retold (haoheliu/AudioLDM#5)
+        ("complaints that torch was not compiled with CUDA support\n", "CD912", "error"),
+        # "I run out of CUDA memory on A100 40GB" (Lightning-AI/litgpt#781)
+        ("I run out of CUDA memory on A100 40GB when finetuning\n", "CD909", "warning"),
+        # Korean: "an error saying CUDA memory is short"
+        ("쿠다 메모리가 모자란다는 에러가 발생합니다\n", "CD909", "warning"),
+        # torch's notice alone, no GPU named: a problem only where a GPU exists (HIT-SCIR/ltp#468)
+        (
+            "UserWarning: CUDA initialization: Found no NVIDIA driver on your system. Please check that you have an "
+            "NVIDIA GPU and installed a driver\n",
+            "CD911",
+            "warning",
+        ),
+        # "I'm using a integrated Intel GPU(iris xe graphics)" (Akegarasu/lora-scripts#101)
+        ("I'm using a integrated Intel GPU(iris xe graphics). os is win 11, torch==2.0.0+cu118\n", "CD108", "error"),
+        # a GPU glued to the word: "GPU3090，" with a CUDA 10.1 torch (SwinTextSpotter-style posts)
+        ("GPU3090，\ntorch==1.7.0+cu101\n", "CD205", "error"),
+    ],
+)
+def test_readings_of_the_last_batch(post, code, severity):
+    found = {f.code: f.severity.value for f in diagnose(read(post)).findings}
+    assert found.get(code) == severity, found
+
+
+def test_a_message_retold_as_history_then_acted_on_is_not_the_state_now():
+    # hpc-admin-sist/DockerMonitor#42: torch said the CUDA was too old, so they updated it: a mismatch followed
+    post = (
+        "在运行Anaconda环境下的pytorch时，因提示CUDA版本过旧而无法利用GPU，因此尝试按其提示更新CUDA。"
+        "运行 `nvidia-smi` 发现报错 `Failed to initialize NVML: Driver/library version mismatch`\n"
+    )
+    codes = {f.code for f in diagnose(read(post)).findings}
+    assert "CD103" in codes and "CD902" not in codes
+
+
+def test_an_nvcc_older_than_the_architecture_asks_for_the_toolkit():
+    rep = diagnose(read("nvcc fatal : Unsupported gpu architecture 'compute_86'\n"))
+    ask = next(f for f in rep.findings if f.code == "CD901")
+    assert rep.exit_code == 3 and any(c == "nvcc -V" for fx in ask.fix for c in fx.commands)

@@ -350,7 +350,10 @@ def _no_driver(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_installed", True, _W)
     p.set("torch_available", False, _W)
     p.set("libcuda_found", False, _W)
-    p.hits.append(Hit("no-driver", short(m.group(0)), {}))
+    # torch.cuda.is_available()'s UserWarning ("CUDA initialization: Found no NVIDIA driver …") is printed while
+    # the program goes on on the CPU; a RuntimeError stops it
+    warned = "CUDA initialization" in m.string[max(0, m.start() - 40) : m.start()]
+    p.hits.append(Hit("no-driver", short(m.group(0)), {"warning": "yes"} if warned else {}))
 
 
 def _app_says_cpu(p: Partial, m: re.Match[str]) -> None:
@@ -615,6 +618,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     ),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
+    # the same retold: "torch was not compiled with CUDA support" (AudioLDM#5); not "… with flash attention"
+    (re.compile(r"(?:py)?torch (?:was |is )?not compiled with CUDA(?: support)?(?! enabled)", re.I), _not_compiled),
     # a package's compiled module missing (IDEA-Research/Grounded-Segment-Anything#84: groundingdino built without
     # its CUDA op, CUDA_HOME unset at build time); torch's own `torch._C` is not this
     (
@@ -625,6 +630,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     # use CPU instead"; "CUDA is not available, using CPU", "falling back to CPU"): the state, not its cause
     (
         re.compile(
+            # openai/whisper's transcribe(): the model runs on the CPU (a CPU-only torch, or no GPU)
+            r"FP16 is not supported on CPU; using FP32 instead|"
             r"No GPU found,? use CPU instead"
             r"|CUDA (?:is )?not available[,.;:]? (?:using|use|falling back to|fall back to) (?:the )?CPU",
             re.I,
@@ -778,6 +785,18 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _simple("extension-cuda-mismatch"),
     ),
+    # the same check in DeepSpeed's op builder (op_builder/builder.py, assert_no_cuda_mismatch) and apex's setup.py
+    (
+        re.compile(
+            r"Installed CUDA version (?P<nvcc>[\d.]+) does not match the version torch was compiled with "
+            r"(?P<torch>[\d.]+)"
+            r"|Cuda extensions are being compiled with a version of Cuda that does not match the version used to "
+            r"compile Pytorch binaries"
+        ),
+        _simple("extension-cuda-mismatch"),
+    ),
+    # nvcc older than the architecture asked for (detectron2#272: CUDA 9.2 for an RTX 2060's compute_75)
+    (re.compile(r"Unsupported gpu architecture '(?P<arch>compute_\d+)'"), _simple("nvcc-arch-unsupported")),
     # torch.compile: Triton or a C/C++ compiler missing (torch/_inductor, triton's build)
     (
         re.compile(
@@ -906,7 +925,7 @@ _needs("nouveau", "nouveau")
 _needs("NVIDIA driver on your system is too old", "too old")
 _needs("SecureBoot enabled", "secureboot enabled")
 _needs("GPUs requested but none", "requested", "can not run on your system")
-_needs("No GPU found", "no gpu found", "not available")
+_needs("No GPU found", "no gpu found", "not available", "fp16 is not supported on cpu")
 _needs("in state_dict", "state_dict")
 _needs("shared memory", "shared memory", "shm", "共享内存", "posix_fallocate")
 _needs("The specified module could not be found", "specified module")

@@ -19,11 +19,13 @@ from cudadoctor.backends.paste.text import short, where
 
 # A GPU model as people write it: "RTX 3090", "GTX1060", "2080ti", "A100-SXM4-40GB", "Quadro P2000", "T4".
 _GPU = re.compile(
-    r"(?<![A-Za-z0-9_.])(?:NVIDIA\s+)?(?:GeForce\s+)?"
+    # "GPU3090", "显卡rtx5070ti": a model glued to the word GPU (SwinTextSpotter-style posts) is read too
+    r"(?:(?<![A-Za-z0-9_.])|(?<=GPU)|(?<=gpu))(?:NVIDIA\s+)?(?:GeForce\s+)?"
     r"(?:(?:RTX|GTX|GT|GM|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
     r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|H\d{3}|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
     r"|Quadro\s+[A-Z]{0,3}\d{3,4}|TITAN\s+(?:X[Pp]?|V|RTX|Xp|Black|Z)"
-    r"|(?:^|(?<=[\s\u3000-\u9fff\uac00-\ud7af：:，,（(]))(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)"
+    r"|(?:^|(?<=[\s\u3000-\u9fff\uac00-\ud7af：:，,（(])|(?<=GPU)|(?<=gpu))"
+    r"(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)"
     r"(?![a-zA-Z0-9_])",
     re.I,
 )

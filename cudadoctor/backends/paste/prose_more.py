@@ -52,6 +52,7 @@ _NO_NVIDIA = re.compile(
     rf"|\bmy\s+(?:laptop|pc|computer|machine|notebook|desktop|system)\s+(?:does\s*n[o']t|doesn'?t|has\s+no)\s+"
     rf"(?:have\s+)?(?:an?\s+|any\s+)?nvidia\s*{_GPU_WORD}"
     rf"|\bonly\s+(?:have\s+)?(?:an?\s+)?(?:intel|amd)\s+(?:u?hd|iris|radeon|arc|integrated)"
+    rf"|\bI(?:'m|\s+am)\s+using\s+(?:an?\s+)?integrated\s+(?:intel|amd)\s+{_GPU_WORD}"
     rf"|\bmy\s+(?:laptop|pc|computer|machine|notebook)\s+(?:only\s+)?has\s+(?:only\s+)?(?:an?\s+)?"
     rf"(?:intel\s+(?:u?hd|iris)|amd\s+radeon)"
     r"|(?:我的?(?:电脑|笔记本|机器)?|电脑|笔记本|本机)?\s*(?:没有|没装|无)\s*(?:N卡|n卡|独显|独立显卡|英伟达(?:的)?显卡"

@@ -89,6 +89,13 @@ _SHOWN_OLD = re.compile(
     r"(?:提示|报错?|显示)\s*(?:说)?\s*(?:cuda|CUDA|(?:显卡|nvidia|NVIDIA)?驱动)(?:版本)?(?:太|过)(?:老旧|旧|老|低)"
 )
 _ASKED = re.compile(r"是不是|吗|？|\?")
+# the message told as history, then acted on ("因提示CUDA版本过旧…，因此尝试按其提示更新CUDA", "so I updated the
+# driver"): the state now is what came after (hpc-admin-sist/DockerMonitor#42: a version mismatch)
+_ACTED = re.compile(
+    r"(?:因此|所以|于是|然后|就)[^。！？]{0,12}(?:更新|升级|安装|装了|重装)"
+    r"|\b(?:so|then|and)\s+I\s+(?:updated|upgraded|installed|reinstalled)\b",
+    re.I,
+)
 # the CUDA the driver supports, said in Chinese: "cuda驱动是11.4" (the "CUDA Version" nvidia-smi prints)
 _DRIVER_CUDA_ZH = re.compile(r"(?:cuda|CUDA)\s*驱动(?:版本)?\s*(?:是|为|:|：)?\s*(?P<v>1[0-9]\.\d)(?![\d.])")
 
@@ -110,7 +117,7 @@ def driver_too_old(p: Partial, all_lines: list[str]) -> None:
         if not m:
             continue
         said = _sentence(line, m.start(), m.end())
-        if (_ASKED if shown else _HEDGE).search(said):
+        if (_ASKED if shown else _HEDGE).search(said) or _ACTED.search(line[m.end() : m.end() + 60]):
             continue
         w = where(n, line)
         p.set("torch_cuda_built", True, w)
@@ -146,19 +153,23 @@ _RUN_CONTEXT = re.compile(r"gpu|cuda|vram|显存|train|epoch|batch|iteration|ste
 
 # GPU memory said to run out, in Chinese: "显存不够", "爆显存", "似乎是内存不够" beside a GPU model or a size
 # (Vision-CAIR/MiniGPT-4#50: "我试图用我的3060（12G）跑，似乎是内存不够"); 内存 alone is host RAM
-_OOM_ZH = re.compile(r"显存(?:不够|不足|爆了?|溢出)|爆显存|(?:内存)(?:不够|不足)")
+_OOM_ZH = re.compile(
+    r"显存(?:不够|不足|爆了?|溢出)|爆显存|(?:内存)(?:不够|不足)|报.{0,4}显存(?:问题|错误)"
+    # Korean: "쿠다 메모리가 모자란다는 에러" (CUDA memory is short)
+    r"|(?:쿠다|CUDA|GPU|그래픽)\s*메모리(?:가|이)?\s*(?:모자|부족)"
+)
 _GPU_OR_SIZE = re.compile(r"显存|显卡|(?<!\d)(?:[1-9]\d{3}|[AHLV]100|T4)(?!\d)|\d+\s*G(?:B|iB)?(?![A-Za-z])", re.I)
 
 
 def _oom_said_zh(p: Partial, all_lines: list[str]) -> bool:
     for n, line in enumerate(all_lines):
-        m = _OOM_ZH.search(line) if ("显存" in line or "内存" in line) else None
+        m = _OOM_ZH.search(line) if ("显存" in line or "内存" in line or "메모리" in line) else None
         if not m:
             continue
         said = _sentence(line, 0, m.end())
         if re.search(r"吗|？|\?|如果|是否|不是", said):
             continue
-        if "显存" not in m.group(0) and not _GPU_OR_SIZE.search(said):
+        if "内存" in m.group(0) and not _GPU_OR_SIZE.search(said):
             continue  # 内存 without a GPU beside it is the host's memory
         p.hits.append(Hit("out-of-memory", short(said.strip()), {"where": where(n, line)}))
         return True
@@ -169,9 +180,11 @@ def oom_said(p: Partial, all_lines: list[str]) -> None:
     """ "OOM" said of a run, with a run or GPU word in the sentence: out of memory while running, as torch's
     message would say it, without its sizes. Not where the paste shows CUDA failing."""
     blob = "\n".join(all_lines)
-    if ("OOM" not in blob and "存" not in blob) or any(_CUDA_FAILED.search(line) for line in all_lines):
+    if ("OOM" not in blob and "存" not in blob and "메모리" not in blob) or any(
+        _CUDA_FAILED.search(line) for line in all_lines
+    ):
         return
-    if "存" in blob and _oom_said_zh(p, all_lines):
+    if ("存" in blob or "메모리" in blob) and _oom_said_zh(p, all_lines):
         return
     for n, line in enumerate(all_lines):
         m = _OOM_WORD.search(line) if "OOM" in line else None

@@ -27,7 +27,11 @@ def size(number: str, unit: str) -> int:
     return int(float(number) * _UNIT.get(unit.lower().replace("bytes", "b"), 1))
 
 
-_OOM = re.compile(r"(?:CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|out of memory)", re.I)
+_OOM = re.compile(
+    # "I run out of CUDA memory on A100 40GB" (Lightning-AI/litgpt#781) as well as torch's own words
+    r"(?:CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|out of memory|out of (?:CUDA|GPU|video) memory)",
+    re.I,
+)
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _OLD = re.compile(
     r"\(GPU (\d+); " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; " + _SIZE + r" free;"
@@ -119,6 +123,8 @@ _HARMLESS = [
     (re.compile(r"Torch was not compiled with flash attention"), "no flash attention"),
     # Lightning's tip on a GPU with Tensor Cores (lightning/fabric/accelerators/cuda.py): a notice on a working GPU
     (re.compile(r"You are using a CUDA device \('[^']+'\) that has Tensor Cores"), "Tensor Cores tip"),
+    # Lightning's data-loading tip (PossibleUserWarning): a speed notice, not a set-up problem (NVIDIA/NeMo#1204)
+    (re.compile(r"does not have many workers which may be a bottleneck"), "num_workers tip"),
     # WSL2: the Windows driver puts copies, not links, in /usr/lib/wsl/lib; "not blocking in any way"
     # (a WSL collaborator, microsoft/WSL#5548; yuk7/ArchWSL#248)
     (re.compile(r"(?:/usr/lib/wsl/lib/)?libcuda\.so\.1 is not a symbolic link"), "WSL libcuda.so.1 copy"),

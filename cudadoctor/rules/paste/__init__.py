@@ -236,7 +236,7 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
     # no NVIDIA GPU, as the post says (CD108): "no driver" and "no libcuda" follow from it, not a driver to install
     if any(x.code == "CD108" for x in findings) and any(h.kind == "says-no-nvidia-gpu" for h in p.hits):
         for x in findings:
-            if x.code in ("CD911", "CD905", "CD101", "CD125") and x.cause is None:
+            if x.code in ("CD911", "CD905", "CD101", "CD125", "CD902", "CD203") and x.cause is None:
                 x.cause = "CD108"
     # a state dict's two lists are one mismatch: what the checkpoint has extra follows from what it lacks
     if any(x.code == "CD640" for x in findings):

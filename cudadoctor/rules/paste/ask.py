@@ -68,6 +68,10 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     if seg is not None:
         module = seg.detail.get("module", "torch")
         asks.append((msg("where the import crashes: Python's traceback of the crash"), _FAULT.format(module=module)))
+    if any(h.kind == "nvcc-arch-unsupported" for h in p.hits):
+        asks.append(
+            (msg("which CUDA toolkit builds the extension: an nvcc older than the GPU's architecture"), "nvcc -V")
+        )
     op = next((h for h in p.hits if h.kind == "extension-op-missing"), None)
     if op is not None:
         asks.append(

@@ -174,4 +174,19 @@ def no_driver(f: Facts, h: PasteHit) -> Finding:
             fix("Install it (Ubuntu)", "sudo ubuntu-drivers install", "sudo reboot"),
             fix("In a container: start it with the GPUs", "docker run --gpus all --rm IMAGE nvidia-smi"),
         ]
+    gpu_known = (
+        bool(f.driver and f.driver.devices)
+        or bool(f.torch and f.torch.devices)
+        or bool(f.paste and any(x.kind == "gpu-named" for x in f.paste.hits))
+    )
+    if h.detail.get("warning") == "yes" and not gpu_known:
+        # only torch's notice, the program carrying on on the CPU, and no NVIDIA GPU named (lemonhu/ltp#468):
+        # a problem only if the machine has one
+        return NO_DRIVER.finding(
+            title=msg(
+                "torch found no NVIDIA driver and runs on the CPU: a problem only if this machine has an NVIDIA GPU"
+            ),
+            severity=Severity.WARNING,
+            fix=fixes,
+        )
     return NO_DRIVER.finding(fix=fixes)
