@@ -849,3 +849,16 @@ def test_an_nvcc_older_than_the_architecture_asks_for_the_toolkit():
     rep = diagnose(read("nvcc fatal : Unsupported gpu architecture 'compute_86'\n"))
     ask = next(f for f in rep.findings if f.code == "CD901")
     assert rep.exit_code == 3 and any(c == "nvcc -V" for fx in ask.fix for c in fx.commands)
+
+
+def test_a_cpu_build_said_beside_cuda_wanted_in_words_is_cd202():
+    # kyutai-labs/delayed-streams-modeling#131: uvx on Windows installed torch's CPU build
+    post = (
+        "Operating system: Windows\nBut when trying to directly use `uvx --with moshi`, the wrong pytorch version is "
+        "installed. It defaults to the [cpu] version even when having cuda installed.\n"
+    )
+    found = {f.code: f for f in diagnose(read(post)).findings}
+    assert found["CD202"].severity.value == "error" and "wants CUDA" in found["CD202"].title
+    assert "CD216" not in found  # "whether a GPU exists is unknown" is not said beside it
+    # wanting CUDA without a CPU build known says nothing of the build
+    assert "CD202" not in {f.code for f in diagnose(read("how can i use my GPU with torch?\n")).findings}

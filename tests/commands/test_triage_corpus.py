@@ -38,8 +38,8 @@ from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "triage_corpus" / "real"
-RIGHT_FLOOR = 315  # of 339, each post with its issue title, as the GitHub recipe reads it
-BODY_RIGHT_FLOOR = 301  # of 339, the bodies alone
+RIGHT_FLOOR = 316  # of 339, each post with its issue title, as the GitHub recipe reads it
+BODY_RIGHT_FLOOR = 302  # of 339, the bodies alone
 # The last batch (eighth session, batch 5: 29 posts scored before any reading was added for them) brought two
 # false alarms that are not mended: chatglm3_695 (CD215, torch's build blamed where a quantization extension's
 # kernel is missing; both ways) and xmuda_19 (CD912 from a title that quotes "Torch not compiled with CUDA

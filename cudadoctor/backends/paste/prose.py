@@ -430,6 +430,7 @@ def parse(all_lines: list[str]) -> Partial:
     prose_more.screenshot_only(p, all_lines)
     prose_more.cuda_usable_said(p, all_lines)
     prose_more.oom_advice_tried(p, all_lines)
+    prose_more.cuda_wanted_said(p, all_lines)
     p.hits = _capped(p.hits)
     return p
 

@@ -239,3 +239,28 @@ def oom_advice_tried(p: Partial, all_lines: list[str]) -> None:
         if ("max_split_size_mb" in line or "expandable_segments" in line) and _TRIED.search(line):
             p.hits.append(Hit("out-of-memory", short(line.strip()), {"where": where(n, line)}))
             return
+
+
+# The person wants CUDA, in words: "how can I use my GPU", "even when having cuda installed", "装了cuda",
+# "--use-cuda", device="cuda" (with a CPU-only torch known, the build is what stands in the way: CD202)
+_WANTS_CUDA = re.compile(
+    r"\b(?:how\s+(?:can|do|could)\s+i\s+)?(?:use|run\s+on|using|utili[sz]e)\s+(?:my|the)\s+(?:nvidia\s+)?gpu\b"
+    r"|\b(?:having|have|has|with)\s+(?:the\s+)?cuda(?:\s+toolkit)?\s+installed\b|\bcuda\s+(?:is\s+)?installed\b"
+    r"|(?:装了|安装了|已安装|有)\s*(?:cuda|CUDA)|--use[-_]cuda\b|device\s*=\s*['\"]cuda",
+    re.I,
+)
+
+
+def cuda_wanted_said(p: Partial, all_lines: list[str]) -> None:
+    """A post that wants CUDA in words: hit cuda-wanted (by prose), which with a CPU-only torch known gives CD202."""
+    for n, line in enumerate(all_lines):
+        low = line.lower()
+        if "gpu" not in low and "cuda" not in low:
+            continue
+        m = _WANTS_CUDA.search(line)
+        if m is None or re.search(r"\b(?:not|n't|no)\b|没有|未", line[max(0, m.start() - 12) : m.start()], re.I):
+            continue
+        said = re.split(r"(?<=[.!?。！？])\s+", line[: m.start()])[-1] + line[m.start() :]
+        said = re.split(r"(?<=[.!?。！？])\s", said, maxsplit=1)[0]
+        p.hits.append(Hit("cuda-wanted", short(said.strip(), 160), {"by": "prose", "where": where(n, line)}))
+        return

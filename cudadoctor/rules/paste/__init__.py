@@ -226,6 +226,9 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         x.code == "CD205" and x.severity is Severity.ERROR for x in findings
     ):
         findings = [x for x in findings if x.code != "CD215"]
+    # a CPU-only build that the post wants CUDA from (CD202) needs no "whether a GPU exists is unknown" (CD216)
+    if any(x.code == "CD202" and x.severity is Severity.ERROR for x in findings):
+        findings = [x for x in findings if x.code != "CD216"]
     # "torch uses 1 GPU" (CD200, from is_available) is no verdict where the paste shows the build has no
     # kernels for that GPU, or none at all
     broken = {"CD202", "CD205", "CD206", "CD215"}

@@ -123,12 +123,20 @@ def cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
     from cudadoctor.rules.torch_install import CPU_ONLY
 
     version = f.torch.version if f.torch is not None else None
-    return CPU_ONLY.finding(
-        title=msg(
+    if h.detail.get("by") == "prose":
+        title = (
+            msg("torch {version} is a CPU-only build, but the post wants CUDA: {line}", version=version, line=h.text)
+            if version
+            else msg("torch is a CPU-only build, but the post wants CUDA: {line}", line=h.text)
+        )
+    else:
+        title = msg(
             "torch {version} is a CPU-only build, but the program asks for CUDA: {error}",
             version=version or "",
             error=h.text,
-        ),
+        )
+    return CPU_ONLY.finding(
+        title=title,
         fix=[
             fix(
                 msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)"),
