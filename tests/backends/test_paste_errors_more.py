@@ -481,3 +481,10 @@ def test_the_two_key_lists_of_one_load_are_one_story() -> None:
         'Unexpected key(s) in state_dict: "world_classifier.0.weight", "world_classifier.0.bias".\n'
     )
     assert found["CD641"]["cause"] == "CD640"
+
+
+def test_a_kernel_librarys_own_cuda_error_is_the_librarys() -> None:
+    # THUDM/ChatGLM3#695: cpm_kernels (the quantized path) raises "CUDA Error: <cuGetErrorString>"; torch says
+    # "CUDA error:". The full-precision model ran: the quantization kernels lack this GPU, not torch's build
+    _, found = triage("RuntimeError: CUDA Error: no kernel image is available for execution on the device\n")
+    assert "CD240" in found and "CD215" not in found

@@ -163,6 +163,13 @@ def _no_kernel(p: Partial, m: re.Match[str]) -> None:
     # nvcc's own flags outrank TORCH_CUDA_ARCH_LIST where both are set (MMCV_CUDA_ARGS' -gencode replaces the list)
     found = sorted(_ARCH_FLAGS.finditer(m.string), key=lambda x: "TORCH_CUDA_ARCH_LIST" in x.group(0))
     flags = found[0] if found else None
+    if m.string[max(0, m.start() - 16) : m.start()].rstrip().endswith("CUDA Error:"):
+        # "CUDA Error: <cuGetErrorString>" is how kernel libraries that call the driver API themselves say it
+        # (cpm_kernels' checkCUStatus: ChatGLM's quantized path, THUDM/ChatGLM3#695); torch says "CUDA error:"
+        p.hits.append(
+            Hit("extension-no-kernel", short(m.group(0)), {"frame": "CUDA Error: (a kernel library's words)"})
+        )
+        return
     if m.string[max(0, m.start() - 24) : m.start()].rstrip().endswith("CUDA kernel failed :"):
         # the CHECK macro of OpenPCDet / mmdet3d ops ("CUDA kernel failed : no kernel image …"): torch's own
         # errors say "CUDA error:", so the op that failed is the extension's (open-mmlab/OpenPCDet#623)
