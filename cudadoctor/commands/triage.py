@@ -89,9 +89,7 @@ def header(paste: Paste) -> list[str]:
         facts.append(_("GPUs: {names}").format(names=", ".join(sorted({g.name or "?" for g in gpus}))))
     if facts:
         out.append("  " + _("; ").join(facts))
-    from cudadoctor.facts.paste import NOT_ERRORS
-
-    kinds = list(dict.fromkeys(h.kind for h in p.hits if h.kind not in NOT_ERRORS))
+    kinds = list(dict.fromkeys(h.kind for h in p.hits if h.is_error))
     if kinds:
         out.append("  " + _("errors recognised: {kinds}").format(kinds=", ".join(kinds)))
     return out

@@ -51,6 +51,11 @@ class PasteHit:
     text: str  # the matched text, shortened
     detail: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def is_error(self) -> bool:
+        """An error text a program printed; not a line read (NOT_ERRORS) nor a wish said in prose."""
+        return self.kind not in NOT_ERRORS and self.detail.get("by") != "prose"
+
 
 @dataclass
 class PasteFacts:

@@ -209,10 +209,10 @@ def evaluate(f: Facts) -> list[Finding]:
         )
     dropped = dropped_gpu(m) if causes.get("CD116") else None
     if dropped is not None:
-        out.append(_dropped(dropped.branch, dropped.driver or m.loaded_version, dropped.line, os_id))
+        out.append(dropped_branch_finding(dropped.branch, dropped.driver or m.loaded_version, dropped.line, os_id))
     needed = needed_flavour(f, m) if causes.get("CD126") and dropped is None else None
     if needed is not None:
-        out.append(_flavour(needed, os_id, m, legacy_gpu(f)))
+        out.append(flavour_finding(needed, os_id, m, legacy_gpu(f)))
     if causes.get("CD119"):
         elsewhere = sorted({b.kernel for b in m.builds or []} | {k for ks in (m.dkms or {}).values() for k in ks})
         out.append(
@@ -273,7 +273,7 @@ def _secure_boot(m: KernelModuleFacts, os_id: str | None) -> Finding:
     return SECURE_BOOT.finding(why=why, fix=fixes)
 
 
-def _dropped(branch: int, driver: str | None, line: str, os_id: str | None) -> Finding:
+def dropped_branch_finding(branch: int, driver: str | None, line: str, os_id: str | None) -> Finding:
     """A GPU the installed branch ignores: the branch the driver's own log names, never a newer one."""
     fam = family(os_id)
     if branch == LEGACY_BRANCH:
@@ -314,7 +314,7 @@ def _dropped(branch: int, driver: str | None, line: str, os_id: str | None) -> F
     )
 
 
-def _flavour(needed: NeededFlavour, os_id: str | None, m: KernelModuleFacts, legacy: bool | int) -> Finding:
+def flavour_finding(needed: NeededFlavour, os_id: str | None, m: KernelModuleFacts, legacy: bool | int) -> Finding:
     fam = family(os_id)
     branch = _branch(m.loaded_version or next((b.version for b in m.builds or [] if b.version), None))
     # drivers from 590 on ignore Maxwell, Pascal and Volta: for such a GPU never a newer branch than their last

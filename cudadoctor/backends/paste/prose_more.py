@@ -221,11 +221,6 @@ def cuda_usable_said(p: Partial, all_lines: list[str]) -> None:
 # torch's OOM advice tried without success ("我修改了max_split_size_mb也不行", Tencent/HunyuanVideo#62): the run
 # ran out of GPU memory, though the message itself is not pasted
 _TRIED = re.compile(
-    r"max_split_size_mb|expandable_segments.{0,80}(?:不行|没用|无效|没有用|didn'?t help|doesn'?t help|did not help"
-    r"|no help|still|tried|试了|修改了|改了)",
-    re.I,
-)
-_TRIED = re.compile(
     r"不行|没用|无效|没有用|didn'?t help|doesn'?t help|did not help|no help|still|tried|试了|修改了|改了", re.I
 )
 

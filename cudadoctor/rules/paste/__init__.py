@@ -182,11 +182,9 @@ def _read(f: Facts) -> Finding:
     assert p is not None
     rows = [[s.what, s.value, s.where] for s in p.seen]
     rows += [[s.what, s.value, f"derived: {s.where}"] for s in p.derived]
-    from cudadoctor.facts.paste import NOT_ERRORS
-
     for h in p.hits[:16]:
         where = f"{h.kind}, {h.detail['where']}" if h.detail.get("where") else h.kind
-        rows.append(["line read" if h.kind in NOT_ERRORS else "error text", h.text, where])
+        rows.append(["error text" if h.is_error else "line read", h.text, where])
     formats = ", ".join(p.formats)
     if p.from_report:
         title = msg("Read from the paste: {formats} (the report's own facts are used as they are)", formats=formats)
@@ -201,14 +199,31 @@ def _template(text: str) -> str:
     return text.template if isinstance(text, Message) else text
 
 
+def _error(findings: list[Finding], *codes: str) -> bool:
+    return any(x.code in codes and x.severity is Severity.ERROR for x in findings)
+
+
+def _without(findings: list[Finding], *codes: str) -> list[Finding]:
+    return [x for x in findings if x.code not in codes]
+
+
+def _follow(findings: list[Finding], root: str, *codes: str) -> None:
+    """The findings with `codes` follow from `root` (their `cause`), unless a cause is already named."""
+    for x in findings:
+        if x.code in codes and x.cause is None:
+            x.cause = root
+
+
 def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
-    """What the paste's own texts settle against the tables: torch's "not compatible" warning is its
-    verdict on a GPU, so the tables' "runs only through PTX JIT" (CD217) for it goes."""
+    """What the paste's own texts settle among the findings: one problem said once (a table's estimate gives way
+    to torch's own verdict, a generic kernel failure to the build or extension that lacks the GPU), and what
+    follows from a root cause the paste shows points at it."""
     p = f.paste
     if p is None:
         return findings
-    if any(h.kind == "arch-not-in-build" for h in p.hits):
-        findings = [x for x in findings if x.code != "CD217"]
+    kinds = {h.kind for h in p.hits}
+    if "arch-not-in-build" in kinds:
+        findings = _without(findings, "CD217")
         # torch's own "not compatible" verdict (builds.torch_says_no_kernels) and the rules' finding on the
         # arch list it printed are one problem, said once: the rules' names the releases that have kernels
         # and guesses no install the paste cannot support
@@ -216,44 +231,35 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         if said and len(said) < sum(x.code == "CD205" for x in findings):
             findings = [x for x in findings if not any(x is s for s in said)]
     # build flags that leave the GPU out (CD240) explain "no kernel image": torch's build is not in question
-    if any(h.kind == "extension-arch-flags" for h in p.hits) and any(
-        x.code == "CD240" and x.severity is Severity.ERROR for x in findings
-    ):
-        findings = [x for x in findings if x.code not in ("CD215", "CD205")]
+    if "extension-arch-flags" in kinds and _error(findings, "CD240"):
+        findings = _without(findings, "CD215", "CD205")
     # CUDA's "no kernel image" (CD215: a kernel failed) and the build's missing architecture for the GPU
     # named (CD205) are one problem; CD205 names the GPU and the build that has kernels for it
-    if any(h.kind == "no-kernel-image" for h in p.hits) and any(
-        x.code == "CD205" and x.severity is Severity.ERROR for x in findings
-    ):
-        findings = [x for x in findings if x.code != "CD215"]
+    if "no-kernel-image" in kinds and _error(findings, "CD205"):
+        findings = _without(findings, "CD215")
     # a CPU-only build that the post wants CUDA from (CD202) needs no "whether a GPU exists is unknown" (CD216)
-    if any(x.code == "CD202" and x.severity is Severity.ERROR for x in findings):
-        findings = [x for x in findings if x.code != "CD216"]
+    if _error(findings, "CD202"):
+        findings = _without(findings, "CD216")
     # "torch uses 1 GPU" (CD200, from is_available) is no verdict where the paste shows the build has no
     # kernels for that GPU, or none at all
-    broken = {"CD202", "CD205", "CD206", "CD215"}
-    if any(x.code in broken and x.severity is Severity.ERROR for x in findings):
-        findings = [x for x in findings if x.code != "CD200"]
+    if _error(findings, "CD202", "CD205", "CD206", "CD215"):
+        findings = _without(findings, "CD200")
+    codes = {x.code for x in findings}
+    # no NVIDIA GPU, as the post says (CD108): "no driver" and "no libcuda" follow from it, not a driver to install
+    if "CD108" in codes and "says-no-nvidia-gpu" in kinds:
+        _follow(findings, "CD108", "CD911", "CD905", "CD101", "CD125", "CD902", "CD203")
+    # a state dict's two lists are one mismatch: what the checkpoint has extra follows from what it lacks
+    if "CD640" in codes:
+        _follow(findings, "CD640", "CD641")
+    # a pod without its GPU is why the program found no driver there
+    if "CD146" in codes:
+        _follow(findings, "CD146", "CD905", "CD911")
     # the kernel log's own reason the module did not load (a legacy-only GPU, the wrong module flavour,
     # Secure Boot, nouveau, no module for this kernel) is what nvidia-smi's "couldn't communicate" follows from
-    # no NVIDIA GPU, as the post says (CD108): "no driver" and "no libcuda" follow from it, not a driver to install
-    if any(x.code == "CD108" for x in findings) and any(h.kind == "says-no-nvidia-gpu" for h in p.hits):
-        for x in findings:
-            if x.code in ("CD911", "CD905", "CD101", "CD125", "CD902", "CD203") and x.cause is None:
-                x.cause = "CD108"
-    # a state dict's two lists are one mismatch: what the checkpoint has extra follows from what it lacks
-    if any(x.code == "CD640" for x in findings):
-        for x in findings:
-            if x.code == "CD641" and x.cause is None:
-                x.cause = "CD640"
-    # a pod without its GPU is why the program found no driver there
-    if any(x.code == "CD146" for x in findings):
-        for x in findings:
-            if x.code in ("CD905", "CD911") and x.cause is None:
-                x.cause = "CD146"
-    module_roots = ("CD116", "CD117", "CD118", "CD119", "CD126")
-    root = next((x.code for x in findings if x.code in module_roots and x.severity is Severity.ERROR), None)
-    for x in findings:
-        if root is not None and x.code == "CD102" and x.cause is None:
-            x.cause = root
+    root = next((x.code for x in findings if x.code in _MODULE_ROOTS and x.severity is Severity.ERROR), None)
+    if root is not None:
+        _follow(findings, root, "CD102")
     return findings
+
+
+_MODULE_ROOTS = ("CD116", "CD117", "CD118", "CD119", "CD126")

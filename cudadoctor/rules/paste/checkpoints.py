@@ -152,8 +152,8 @@ def _key_lists(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
             ckpt.MISSING.finding(
                 title=msg(
                     "The model has keys the checkpoint lacks ({n}): {keys}",
-                    n=h.detail.get("n", "?"),
-                    keys=h.detail.get("keys", "?"),
+                    n=h.detail["n"],  # backends/paste/errors._keys always sets both
+                    keys=h.detail["keys"],
                 ),
                 fix=[
                     _compare_keys(),
@@ -171,8 +171,8 @@ def _key_lists(kinds: dict[str, list[PasteHit]]) -> list[Finding]:
             ckpt.UNEXPECTED.finding(
                 title=msg(
                     "The checkpoint has keys the model does not ({n}): {keys}",
-                    n=h.detail.get("n", "?"),
-                    keys=h.detail.get("keys", "?"),
+                    n=h.detail["n"],  # backends/paste/errors._keys always sets both
+                    keys=h.detail["keys"],
                 ),
                 fix=[
                     _compare_keys(),

@@ -155,18 +155,18 @@ def _branch_and_flavour(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Find
     the NVIDIA 580.xx Legacy drivers …", CD116), or the open module on a GPU without a GSP (CD126). The findings
     are rules/kernel_module.py's own, from the line the paste shows."""
     from cudadoctor.facts.platform import KernelModuleFacts
-    from cudadoctor.rules.kernel_module import _dropped, _flavour
+    from cudadoctor.rules.kernel_module import dropped_branch_finding, flavour_finding
     from cudadoctor.rules.predicates import NeededFlavour
 
     os_id = f.system.os_id if f.system is not None else None
     out = []
     if "legacy-branch" in kinds:
         h = kinds["legacy-branch"][0]
-        out.append(_dropped(int(h.detail["branch"]), h.detail.get("driver"), h.text, os_id))
+        out.append(dropped_branch_finding(int(h.detail["branch"]), h.detail.get("driver"), h.text, os_id))
     elif "gsp-required" in kinds:
         # a GPU without a GSP is older than Turing: the proprietary module, on a branch that still drives it
         line = kinds["gsp-required"][0].text
-        out.append(_flavour(NeededFlavour("proprietary", line=line), os_id, KernelModuleFacts(), True))
+        out.append(flavour_finding(NeededFlavour("proprietary", line=line), os_id, KernelModuleFacts(), True))
     return out
 
 

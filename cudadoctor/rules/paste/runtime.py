@@ -15,7 +15,6 @@ RUN_KINDS = (
     "labels-out-of-range",
     "illegal-memory-access",
     "launch-failure",
-    "device-busy",
     "invalid-ordinal",
     "cuda-unknown-error",
     "device-mismatch",
@@ -38,7 +37,7 @@ EXPLAINED_AT_RUN_TIME = (
 )
 
 
-_RUN_ERRORS = ("device-busy", "cuda-unknown-error")  # the machine, not the program
+_RUN_ERRORS = ("cuda-unknown-error",)  # the machine, not the program (a busy GPU is read as cuInit's 46, CD122)
 
 
 def _runtime_fix(h: PasteHit) -> Fix:
@@ -53,11 +52,6 @@ def _runtime_fix(h: PasteHit) -> Fix:
     if k in ("illegal-memory-access", "launch-failure"):
         return fix(
             msg("A kernel failed while running: get the exact operation"), "CUDA_LAUNCH_BLOCKING=1 python train.py"
-        )
-    if k == "device-busy":
-        return fix(
-            msg("The GPU is busy or in an exclusive compute mode"),
-            "nvidia-smi --query-gpu=index,compute_mode --format=csv",
         )
     if k == "invalid-ordinal":
         return fix(
