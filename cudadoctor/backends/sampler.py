@@ -262,6 +262,8 @@ class ProcessTree:
                     cpu = max(0.0, (cpu_s - prev[1]) / wall * 100) if wall > 0 else None
                 self.last[p.pid] = (now, cpu_s, p)
             libcuda = self._maps_libcuda(p) if len(out) < MAPS_PROCESSES else None
+            if libcuda is None and _ended(p):
+                continue  # it ended while being read: no sample, rather than one whose GPU use is unknown
             out.append(ProcSample(pid=p.pid, role=OTHER, name=name, cpu=cpu, rss=rss, libcuda=libcuda))
         for pid in list(self.last):
             if pid not in seen:
@@ -282,6 +284,18 @@ class ProcessTree:
         if found:
             self.libcuda[proc.pid] = proc
         return found
+
+
+def _ended(proc: Any) -> bool:
+    """The process is gone or a zombie (its maps read empty): it has stopped running."""
+    import psutil
+
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return True
+    except (psutil.AccessDenied, OSError):
+        return False
 
 
 def _children(pid: int) -> list[int] | None:

@@ -861,3 +861,29 @@ def test_available_but_no_device_is_not_read_as_available() -> None:
 def test_the_gpus_available_memory_is_not_cuda_said_to_work() -> None:
     # "GPU可用显存只有2G": the GPU's available memory, not "CUDA is usable"
     assert read("GPU可用显存只有2G，模型跑不起来\n").facts.torch is None
+
+
+def test_use_cuda_glued_to_chinese_is_a_wish_for_cuda() -> None:
+    # dmMaze/BallonsTranslator#210's title: `\b` fails between "cuda" and a Chinese character
+    title = "requirements里torch install时默认是cpu版本，所以cuda.is_available()只会返回false，导致--use-cuda不能使用"
+    assert kinds(title)["cuda-wanted"]["by"] == "prose"
+    assert "cuda-wanted" not in kinds("run it with --use-cuda-graphs for speed")
+
+
+def test_a_workaround_that_can_bypass_it_does_not_say_what_was_installed() -> None:
+    # pytorch#168065: the CPU build said, the CUDA index shown only as the way around it
+    post = (
+        "Hi, noticing that trying to `pip install torch` resulted in the CPU version of torch stable.\n"
+        "1. Get an aarch64 machine, e.g. GB200\n"
+        "It can be bypassed with \n```\npip3 install torch --index-url https://download.pytorch.org/whl/cu128\n```\n"
+    )
+    p = parsed(post)
+    assert p.values["torch_cuda_built"] is False and "torch_cuda" not in p.values
+    assert p.values["machine"] == "aarch64"
+    assert [g.name for g in p.torch_gpus] == ["GB200"]
+    assert codes(post)["CD202"] == "error"
+
+
+def test_aarch64_beside_x86_names_no_machine() -> None:
+    assert "machine" not in parsed("works on x86_64, fails on aarch64").values
+    assert parsed("Our ARM64 server has an H100").values["machine"] == "aarch64"

@@ -862,3 +862,20 @@ def test_a_cpu_build_said_beside_cuda_wanted_in_words_is_cd202():
     assert "CD216" not in found  # "whether a GPU exists is unknown" is not said beside it
     # wanting CUDA without a CPU build known says nothing of the build
     assert "CD202" not in {f.code for f in diagnose(read("how can i use my GPU with torch?\n")).findings}
+
+
+@pytest.mark.parametrize(
+    ("version", "wanted", "never"),
+    [
+        # valeoai/xmuda#19: torch 1.4.0 has no wheel on /whl/cu126; pasted, that line fails to install
+        ("1.4.0", "https://pytorch.org/get-started/previous-versions/", "torch==1.4.0 --index-url"),
+        # 2.5's oldest CUDA build is cu118: the one most drivers run
+        ("2.5.1", "torch==2.5.1 --index-url https://download.pytorch.org/whl/cu118", "whl/cu126"),
+    ],
+)
+def test_a_cpu_build_is_replaced_from_an_index_that_serves_its_release(version: str, wanted: str, never: str) -> None:
+    post = f"torch version: {version}\nAssertionError: Torch not compiled with CUDA enabled\n"
+    r = cli("--json", "-", stdin=post.encode())
+    (cd912,) = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "CD912"]
+    shown = json.dumps(cd912["fix"])
+    assert wanted in shown and never not in shown

@@ -22,7 +22,7 @@ _GPU = re.compile(
     # "GPU3090", "显卡rtx5070ti": a model glued to the word GPU (SwinTextSpotter-style posts) is read too
     r"(?:(?<![A-Za-z0-9_.])|(?<=GPU)|(?<=gpu))(?:NVIDIA\s+)?(?:GeForce\s+)?"
     r"(?:(?:RTX|GTX|GT|GM|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
-    r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|H\d{3}|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
+    r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|G?H\d{3}|G?B[123]00|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
     r"|Quadro\s+[A-Z]{0,3}\d{3,4}|TITAN\s+(?:X[Pp]?|V|RTX|Xp|Black|Z)"
     r"|(?:^|(?<=[\s\u3000-\u9fff\uac00-\ud7af：:，,（(])|(?<=GPU)|(?<=gpu))"
     r"(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)"
@@ -30,7 +30,10 @@ _GPU = re.compile(
     re.I,
 )
 # searched in the lower-cased line: a case-insensitive alternation is several times slower
-_GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro")
+# (a machine or server named with a datacenter GPU: "an aarch64 machine, e.g. GB200", "T4卡的服务器")
+_GPU_CONTEXT = re.compile(
+    r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro|machine|server|服务器|机器"
+)
 
 _TORCH_VERSION = re.compile(
     # ASCII word edges: a Chinese or Korean word may touch the name or the number ("我的torch版本是1.8.0")
@@ -431,6 +434,7 @@ def parse(all_lines: list[str]) -> Partial:
     prose_more.cuda_usable_said(p, all_lines)
     prose_more.oom_advice_tried(p, all_lines)
     prose_more.cuda_wanted_said(p, all_lines)
+    prose_more.machine_said(p, all_lines)
     p.hits = _capped(p.hits)
     return p
 
@@ -541,8 +545,9 @@ _SAYS_TORCH = re.compile(r"(?<![\w-])(?:py)?torch(?![\w-])", re.I)
 # the reporter showing what fixed it: the next few lines are the workaround, not the state asked about
 _WORKAROUND = re.compile(
     r"\b(?:quick[- ]?fix|work[- ]?around|hot[- ]?fix|the fix|my fix|fixed (?:it|this|the issue|the problem)"
-    r"|solved (?:it|this|the issue|the problem)|solution (?:is|was)|solves it|to fix (?:it|this))\b"
-    r"|解决(?:方法|方案|办法)|临时方案",
+    r"|solved (?:it|this|the issue|the problem)|solution (?:is|was)|solves it|to fix (?:it|this)"
+    r"|can be (?:bypassed|worked around|avoided|fixed|solved) (?:with|by)|bypass(?:ed)? (?:it|this) (?:with|by))\b"
+    r"|解决(?:方法|方案|办法)|临时方案|绕过",
     re.I,
 )
 _STILL = re.compile(

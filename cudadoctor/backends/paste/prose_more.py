@@ -237,11 +237,12 @@ def oom_advice_tried(p: Partial, all_lines: list[str]) -> None:
 
 
 # The person wants CUDA, in words: "how can I use my GPU", "even when having cuda installed", "装了cuda",
-# "--use-cuda", device="cuda" (with a CPU-only torch known, the build is what stands in the way: CD202)
+# "--use-cuda" (also glued to Chinese: "--use-cuda不能使用", where \b fails), device="cuda" (with a CPU-only
+# torch known, the build is what stands in the way: CD202)
 _WANTS_CUDA = re.compile(
     r"\b(?:how\s+(?:can|do|could)\s+i\s+)?(?:use|run\s+on|using|utili[sz]e)\s+(?:my|the)\s+(?:nvidia\s+)?gpu\b"
     r"|\b(?:having|have|has|with)\s+(?:the\s+)?cuda(?:\s+toolkit)?\s+installed\b|\bcuda\s+(?:is\s+)?installed\b"
-    r"|(?:装了|安装了|已安装|有)\s*(?:cuda|CUDA)|--use[-_]cuda\b|device\s*=\s*['\"]cuda",
+    r"|(?:装了|安装了|已安装|有)\s*(?:cuda|CUDA)|--use[-_]cuda(?![A-Za-z0-9_-])|device\s*=\s*['\"]cuda",
     re.I,
 )
 
@@ -259,3 +260,22 @@ def cuda_wanted_said(p: Partial, all_lines: list[str]) -> None:
         said = re.split(r"(?<=[.!?。！？])\s", said, maxsplit=1)[0]
         p.hits.append(Hit("cuda-wanted", short(said.strip(), 160), {"by": "prose", "where": where(n, line)}))
         return
+
+
+# the machine's CPU architecture said in words: "On aarch64, `pip install torch` …", "an ARM64 server (GH200)";
+# only where no x86 is named beside it (a post comparing the two says neither is the machine)
+_ARM = re.compile(r"(?<![A-Za-z0-9_])(?:aarch64|arm64)(?![A-Za-z0-9])", re.I)
+_X86 = re.compile(r"(?<![A-Za-z0-9])(?:x86[_-]64|x86|amd64|x64)(?![A-Za-z0-9])", re.I)
+
+
+def machine_said(p: Partial, all_lines: list[str]) -> None:
+    """aarch64 named in prose, no x86 beside it: the machine (which torch builds exist depends on it)."""
+    if "machine" in p.values:
+        return
+    blob = "\n".join(all_lines)
+    if not ("aarch64" in blob.lower() or "arm64" in blob.lower()) or _X86.search(blob):
+        return
+    for n, line in enumerate(all_lines):
+        if _ARM.search(line):
+            p.set("machine", "aarch64", where(n, line))
+            return

@@ -5,13 +5,14 @@ the build's CUDA cannot compile for.
 
 from __future__ import annotations
 
+from cudadoctor.advice.install import PREVIOUS_VERSIONS
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.knowledge import wheels
 from cudadoctor.knowledge.architectures import arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
-from cudadoctor.model import Finding, Table, msg
+from cudadoctor.model import Finding, Fix, Table, msg
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.paste.entries import DRIVER_TOO_OLD, GPU_TOO_OLD, NOT_COMPILED
 from cudadoctor.rules.paste.installs import advice_fix, cuda_at_least, cuda_build_install, with_driver_cuda
@@ -97,18 +98,38 @@ def cpu_only_decided(f: Facts) -> bool:
     return bool(t and t.cuda_built is False and d and d.init_status == "ok" and d.device_count)
 
 
+def _cuda_build_of_same_release(f: Facts) -> list[Fix]:
+    """With the driver unknown: the same release's build with the oldest CUDA it was published for (the one
+    most drivers run). A release the wheel tables do not know gets the page that lists its builds, never an
+    index that does not serve it (torch 1.4.0 on /whl/cu126 fails to install)."""
+    version = (f.torch.version or "").split("+")[0] if f.torch else ""
+    label = msg("Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)")
+    if not version:
+        return [fix(label, "python -m pip uninstall -y torch", cuda_build_install(f))]
+    machine = f.system.machine if f.system is not None else None
+    release = wheels.release_of(version) or ""
+    offered = sorted(wheels.variants(release, machine) or wheels.variants(release), key=lambda v: v.cuda)
+    if offered:
+        pin = f"python -m pip install torch=={version} --index-url {offered[0].index_url}"
+        return [fix(label, "python -m pip uninstall -y torch", pin)]
+    return [
+        fix(
+            msg(
+                "torch {version} is not in cudadoctor's wheel tables: {url} lists its CUDA builds; pick one "
+                "your driver supports (nvidia-smi shows its CUDA)",
+                version=version,
+                url=PREVIOUS_VERSIONS,
+            ),
+            "nvidia-smi",
+        ),
+        fix(msg("Or replace it with a current CUDA build"), "python -m pip uninstall -y torch", cuda_build_install(f)),
+    ]
+
+
 def not_compiled(f: Facts, h: PasteHit) -> Finding:
     fixes = advice_fix(f, msg("Install a CUDA build")) if f.driver and f.driver.driver_version else []
     if not fixes:
-        version = (f.torch.version or "").split("+")[0] if f.torch else ""
-        pin = f"torch=={version}" if version else "torch"
-        fixes = [
-            fix(
-                "Replace it with a CUDA build (pick the variant your driver supports: nvidia-smi shows its CUDA)",
-                "python -m pip uninstall -y torch",
-                f"python -m pip install {pin} --index-url https://download.pytorch.org/whl/cu126",
-            )
-        ]
+        fixes = _cuda_build_of_same_release(f)
     if f.system is not None and f.system.os == "Windows":
         fixes.append(fix("On Windows, PyPI's torch is CPU-only: always use the index URL", "nvidia-smi"))
     title = NOT_COMPILED.summary

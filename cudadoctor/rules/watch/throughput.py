@@ -46,7 +46,11 @@ def input_bound(tl: Timeline, index: int) -> list[Finding]:
     if mean >= GPU_BOUND_UTIL and not swinging:
         return [
             GPU_BOUND.finding(
-                title=msg("{gpu} was busy {util} % of the time: the GPU is the bottleneck", gpu=gpu, util=f"{mean:.0f}")
+                title=msg(
+                    "{gpu} was busy {util} % of the time the command was on it: the GPU is the bottleneck",
+                    gpu=gpu,
+                    util=f"{mean:.0f}",
+                )
             )
         ]
     if mean >= LOW_UTIL and not swinging:
