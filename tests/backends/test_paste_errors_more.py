@@ -488,3 +488,63 @@ def test_a_kernel_librarys_own_cuda_error_is_the_librarys() -> None:
     # "CUDA error:". The full-precision model ran: the quantization kernels lack this GPU, not torch's build
     _, found = triage("RuntimeError: CUDA Error: no kernel image is available for execution on the device\n")
     assert "CD240" in found and "CD215" not in found
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # AbdBarho/stable-diffusion-webui-docker#130: a compose file's `driver: nvidia` names the driver
+        'Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]\n',
+        # `docker run --gpus all` names none; a compose file may ask for other capabilities
+        'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n',
+        'could not select device driver "nvidia" with capabilities: [[compute utility]]\n',
+    ],
+)
+def test_docker_without_an_nvidia_runtime_in_every_wording(line: str) -> None:
+    code, found = triage(line)
+    assert found["CD910"]["severity"] == "error" and code == 1
+
+
+def test_a_torch_dll_error_without_its_winerror_code() -> None:
+    # oyxhust/captcha#2: a typo'd "Erro", typographic quotes, no [WinError NNN] in front
+    post = "OSError: Erro loading “xxx\\Lib\\site-packages\\torch\\lib\\fbgemm.dll” or one of its dependencies.\n"
+    code, found = triage(post)
+    assert found["CD906"]["title"] == "Windows cannot load fbgemm.dll" and code == 1
+    coded = (
+        '[WinError 126] The specified module could not be found. Error loading "C:\\t\\lib\\c10.dll" or one of '
+        "its dependencies."
+    )
+    assert kinds(coded).count("windows-dll") == 1  # read once, not again by the bare wording
+
+
+def test_an_invalid_ordinal_with_the_index_the_code_asks_for_is_explained() -> None:
+    # yandex-research/tab-ddpm#20: cuda:1 on a one-GPU machine
+    post = 'device = torch.device("cuda:1")\nRuntimeError: CUDA error: invalid device ordinal\n'
+    code, found = triage(post)
+    assert code == 0 and found["CD909"]["severity"] == "warning"
+    assert "GPU 1" in json.dumps(found["CD909"]["fix"])
+    code, found = triage("RuntimeError: CUDA error: invalid device ordinal\n")  # which index: unknown
+    assert code == 3 and "CD901" in found  # not enough to tell: it asks
+
+
+def test_cudnn_not_initialized_alone_is_memory_or_library_not_a_setup_error() -> None:
+    # tinyvision/DAMO-YOLO#20: it ran with a smaller batch
+    code, found = triage("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\n")
+    assert found["CD913"]["severity"] == "warning" and code == 3
+    assert "GPU memory" in found["CD913"]["title"]
+    # beside a library the loader could not match, it is the library stack
+    code, found = triage(
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED\n"
+        "ImportError: /usr/lib/x86_64-linux-gnu/libcudnn.so.8: undefined symbol: cudnnGetVersion\n"
+    )
+    assert found["CD913"]["severity"] == "error"
+
+
+def test_the_device_plugins_nvml_not_loaded_in_a_pod() -> None:
+    # NVIDIA/k8s-device-plugin#23: Docker's default runtime was not nvidia
+    post = (
+        "I install nvidia-docker2, and deploment device plugin in kubernetes 1.8, but kubectl describe pods, "
+        "I get the error.\n\nloading NVML\nFailed to start nvml with error:  could not load NVML library\n"
+    )
+    code, found = triage(post)
+    assert found["CD146"]["severity"] == "error" and found["CD101"]["cause"] == "CD146" and code == 1

@@ -133,3 +133,18 @@ def test_a_cpu_torch_beside_a_run_on_the_gpu(driver: str) -> None:
     cpu = next(f for f in data["findings"] if f["code"] == "CD202")
     assert code == 1 and "torch 2.0.0+cpu is a CPU-only build" in cpu["title"] and "RTX 3070" in cpu["title"]
     assert any("download.pytorch.org/whl/cu" in c for fx in cpu["fix"] for c in fx["commands"])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "No module 'xformers'. Proceeding without it.",  # ldm/sgm attention modules (easydiffusion#700)
+        "no module 'xformers'. Processing without...",  # AUTOMATIC1111's own wording
+    ],
+)
+def test_no_xformers_is_a_harmless_notice(line: str) -> None:
+    from cudadoctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["triage", "--json"], input=line + "\nUI works, pics generated\n")
+    found = {f["code"]: f["severity"] for f in json.loads(r.stdout)["findings"]}
+    assert r.exit_code == 0 and found["CD915"] == "info" and "error" not in found.values()

@@ -352,6 +352,25 @@ def _win_dll(p: Partial, m: re.Match[str]) -> None:
     p.hits.append(Hit("windows-dll", short(m.group(0)), {"library": m.group("dll")}))
 
 
+def _win_dll_once(p: Partial, m: re.Match[str]) -> None:
+    if not any(h.kind == "windows-dll" and h.detail.get("library") == m.group("dll") for h in p.hits):
+        _win_dll(p, m)
+
+
+# the code naming a GPU index past the first: "cuda:1", set_device(1), device_ids=[0, 1], --gpu 1, --device 2
+_INDEX_ASKED = re.compile(
+    r"\bcuda:(?P<a>[1-9]\d?)\b|set_device\(\s*(?P<b>[1-9]\d?)\s*\)|device_ids\s*=\s*\[[\d\s,]*?(?P<c>[1-9]\d?)\s*\]"
+    r"|--(?:gpus?|gpu_ids?|gpu-ids?|device)[ =](?P<d>[1-9]\d?)\b"
+)
+
+
+def _invalid_ordinal(p: Partial, m: re.Match[str]) -> None:
+    """'invalid device ordinal': with the index the code asks for, where the paste shows one past the first."""
+    asked = _INDEX_ASKED.search(m.string)
+    index = next((v for v in asked.groups() if v), None) if asked else None
+    p.hits.append(Hit("invalid-ordinal", short(m.group(0)), {"index": index} if index else {}))
+
+
 def _no_driver(p: Partial, m: re.Match[str]) -> None:
     p.set("torch_cuda_built", True, _W)
     p.set("torch_installed", True, _W)
@@ -551,6 +570,9 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _nvml("DRIVER_NOT_LOADED"),
     ),
     (re.compile(r"NVIDIA-SMI couldn't find libnvidia-ml\.so library"), _nvml("LIBRARY_NOT_FOUND")),
+    # the Go NVML bindings of NVIDIA's device plugin and container tools: libnvidia-ml.so.1 not found in the pod
+    # (NVIDIA/k8s-device-plugin#23: Docker's default runtime was not nvidia, so nothing mounted the driver)
+    (re.compile(r"could not load NVML library"), _nvml("LIBRARY_NOT_FOUND")),
     # no module loaded: TensorFlow's cuda_diagnostics.cc ("kernel driver does not appear to be running on this
     # host (…): /proc/driver/nvidia/version does not exist"), or cat's own words for the same file
     (
@@ -623,6 +645,9 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(r"(?<!\] )The specified module could not be found\.?\s*Error loading \"(?P<dll>[^\"]+?\.dll)\""),
         _win_dll,
     ),
+    # torch's own words without either of the above in front (a typo'd "Erro loading", no WinError code:
+    # oyxhust/captcha#2); the code is unknown
+    (re.compile(r"Erro(?:r)? loading \"(?P<dll>[^\"]+?\.dll)\" or one of its dependencies"), _win_dll_once),
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
     # the same retold: "torch was not compiled with CUDA support" (AudioLDM#5); not "… with flash attention"
@@ -890,11 +915,13 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _simple("kv-cache-too-small"),
     ),
-    (re.compile(r"invalid device ordinal"), _simple("invalid-ordinal")),
+    (re.compile(r"invalid device ordinal"), _invalid_ordinal),
     (re.compile(r"unspecified launch failure"), _simple("launch-failure")),
     (re.compile(r"CUDA error: unknown error"), _simple("cuda-unknown-error")),
     (
-        re.compile(r"could not select device driver \"\" with capabilities: \[\[gpu\]\]"),
+        # `docker run --gpus` names no driver (""); a compose file's `driver: nvidia` names it (AbdBarho/
+        # stable-diffusion-webui-docker#130, #81); either way no NVIDIA runtime is registered with Docker
+        re.compile(r"could not select device driver \"(?:nvidia)?\" with capabilities: \[\[[\w ,]*\]\]"),
         _simple("docker-no-gpu-runtime"),
     ),
     # the image's NVIDIA_REQUIRE_CUDA checked by the container hook against the host driver

@@ -125,6 +125,10 @@ _HARMLESS = [
     (re.compile(r"You are using a CUDA device \('[^']+'\) that has Tensor Cores"), "Tensor Cores tip"),
     # Lightning's data-loading tip (PossibleUserWarning): a speed notice, not a set-up problem (NVIDIA/NeMo#1204)
     (re.compile(r"does not have many workers which may be a bottleneck"), "num_workers tip"),
+    # Stability's ldm/sgm attention modules (copied into A1111, ComfyUI, Easy Diffusion, …) print it when `import
+    # xformers` fails and use their own attention instead: "This is expected behaviour" (easydiffusion#700); A1111's
+    # own wording is "no module 'xformers'. Processing without..."
+    (re.compile(r"No module 'xformers'\. (?:Proceeding without it|Processing without)", re.I), "no xformers"),
     # WSL2: the Windows driver puts copies, not links, in /usr/lib/wsl/lib; "not blocking in any way"
     # (a WSL collaborator, microsoft/WSL#5548; yuk7/ArchWSL#248)
     (re.compile(r"(?:/usr/lib/wsl/lib/)?libcuda\.so\.1 is not a symbolic link"), "WSL libcuda.so.1 copy"),

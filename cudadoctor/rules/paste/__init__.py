@@ -141,7 +141,7 @@ def evaluate(f: Facts) -> list[Finding]:
     ):
         out.append(container_sees_no_gpu(kinds["no-cuda-gpus"][0]))
     no_libcuda = [h for h in kinds.get("cannot-open-library", []) if h.detail.get("library", "").startswith("libcuda")]
-    driver_missing = no_libcuda + kinds.get("no-driver", [])
+    driver_missing = no_libcuda + kinds.get("no-driver", []) + kinds.get("nvml-library-not-found", [])
     if "kubernetes-context" in kinds and driver_missing and not container:
         out.append(pod_without_gpu(kinds["kubernetes-context"][0], driver_missing[0]))
     if "shm-too-small" in kinds:
@@ -152,7 +152,7 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(not_compiled(f, kinds["not-compiled-with-cuda"][0]))
     plan = any(h.detail.get("warning") == "cudnn-plan" for h in kinds.get("harmless-warning", []))
     if "cudnn-status" in kinds and not (f.torch and f.torch.cudnn_error) and not plan:
-        out.append(cudnn_status(kinds["cudnn-status"][0]))
+        out.append(cudnn_status(kinds["cudnn-status"][0], kinds))
     out += checkpoint_errors(kinds, windows=bool(f.system and f.system.os == "Windows"))
     out += arch_beyond_cuda(f)
     if "no-kernel-image" in kinds:
@@ -253,7 +253,7 @@ def overruled(f: Facts, findings: list[Finding]) -> list[Finding]:
         _follow(findings, "CD640", "CD641")
     # a pod without its GPU is why the program found no driver there
     if "CD146" in codes:
-        _follow(findings, "CD146", "CD905", "CD911")
+        _follow(findings, "CD146", "CD905", "CD911", "CD101")
     # the kernel log's own reason the module did not load (a legacy-only GPU, the wrong module flavour,
     # Secure Boot, nouveau, no module for this kernel) is what nvidia-smi's "couldn't communicate" follows from
     root = next((x.code for x in findings if x.code in _MODULE_ROOTS and x.severity is Severity.ERROR), None)

@@ -6,7 +6,7 @@ from cudadoctor.facts import Facts
 from cudadoctor.model import Finding, Message, Severity, msg
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.paste.entries import ASK_FOR
-from cudadoctor.rules.paste.runtime import EXPLAINED_AT_RUN_TIME
+from cudadoctor.rules.paste.runtime import explained_at_run_time
 
 _ASK_ALL = "cudadoctor check --format markdown   # everything below in one report"
 
@@ -128,7 +128,7 @@ def ask_for(f: Facts, findings: list[Finding]) -> list[Finding]:
     asks = list(dict.fromkeys(asks))[:4]
     settled = (
         any(x.severity is Severity.ERROR for x in findings)
-        or any(h.kind in EXPLAINED_AT_RUN_TIME for h in p.hits)
+        or any(explained_at_run_time(h) for h in p.hits)
         or any(x.code == "CD200" for x in findings)
         or (t is not None and t.cuda_built is False and (d is not None or macos))
     )

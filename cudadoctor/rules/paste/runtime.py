@@ -37,6 +37,12 @@ EXPLAINED_AT_RUN_TIME = (
 )
 
 
+def explained_at_run_time(h: PasteHit) -> bool:
+    """The paste explains this error by itself: a run-time error of the program, or an invalid device ordinal
+    where the code asks for an index past the first (cuda:1 on a one-GPU machine)."""
+    return h.kind in EXPLAINED_AT_RUN_TIME or (h.kind == "invalid-ordinal" and bool(h.detail.get("index")))
+
+
 _RUN_ERRORS = ("cuda-unknown-error",)  # the machine, not the program (a busy GPU is read as cuInit's 46, CD122)
 
 
@@ -54,8 +60,14 @@ def _runtime_fix(h: PasteHit) -> Fix:
             msg("A kernel failed while running: get the exact operation"), "CUDA_LAUNCH_BLOCKING=1 python train.py"
         )
     if k == "invalid-ordinal":
+        index = h.detail.get("index")
         return fix(
-            msg("The code asks for a GPU index this process does not see: count the GPUs, then use 0 to n-1"),
+            msg(
+                "The code asks for GPU {index}, which this process does not see: count the GPUs, then use 0 to n-1",
+                index=index,
+            )
+            if index
+            else msg("The code asks for a GPU index this process does not see: count the GPUs, then use 0 to n-1"),
             'python -c "import torch; print(torch.cuda.device_count())"',
             'echo "[$CUDA_VISIBLE_DEVICES]"',
         )
