@@ -352,6 +352,14 @@ def _win_dll(p: Partial, m: re.Match[str]) -> None:
     p.hits.append(Hit("windows-dll", short(m.group(0)), {"library": m.group("dll")}))
 
 
+def _nvcc_arch(p: Partial, m: re.Match[str]) -> None:
+    """nvcc too old for an architecture; whether CMake drives the build (TORCH_CUDA_ARCH_LIST is torch's
+    cpp_extension's, not CMake's: graphdeco-inria/nerfshop#13 built tiny-cuda-nn with cmake)."""
+    cmake = re.search(r"\bcmake\b|CMAKE_CUDA_ARCHITECTURES|CMakeLists", m.string, re.I)
+    detail = {"arch": m.group("arch"), **({"builder": "cmake"} if cmake else {})}
+    p.hits.append(Hit("nvcc-arch-unsupported", short(m.group(0)), detail))
+
+
 def _win_dll_once(p: Partial, m: re.Match[str]) -> None:
     if not any(h.kind == "windows-dll" and h.detail.get("library") == m.group("dll") for h in p.hits):
         _win_dll(p, m)
@@ -828,7 +836,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _simple("extension-cuda-mismatch"),
     ),
     # nvcc older than the architecture asked for (detectron2#272: CUDA 9.2 for an RTX 2060's compute_75)
-    (re.compile(r"Unsupported gpu architecture '(?P<arch>compute_\d+)'"), _simple("nvcc-arch-unsupported")),
+    (re.compile(r"Unsupported gpu architecture '(?P<arch>compute_\d+)'"), _nvcc_arch),
     # torch.compile: Triton or a C/C++ compiler missing (torch/_inductor, triton's build)
     (
         re.compile(

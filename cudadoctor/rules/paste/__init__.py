@@ -33,6 +33,7 @@ from cudadoctor.rules.paste.builds import (
     gpu_too_old,
     no_kernel_image_for_gpu,
     not_compiled,
+    nvcc_too_old,
     placeholder_sdist,
     torch_says_no_kernels,
 )
@@ -157,6 +158,8 @@ def evaluate(f: Facts) -> list[Finding]:
     out += arch_beyond_cuda(f)
     if "no-kernel-image" in kinds:
         out += no_kernel_image_for_gpu(f)
+    if "nvcc-arch-unsupported" in kinds:
+        out.append(nvcc_too_old(f, kinds["nvcc-arch-unsupported"][0]))
     if "arch-not-in-build" in kinds:
         out.append(torch_says_no_kernels(f, kinds["arch-not-in-build"][0]))
     if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:

@@ -377,3 +377,68 @@ def torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
         or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), "nvidia-smi")],
         tables=[Table(["torch said"], [[h.text]])],
     )
+
+
+def nvcc_too_old(f: Facts, h: PasteHit) -> Finding:
+    """nvcc's own "Unsupported gpu architecture 'compute_86'": the toolkit building an extension predates that
+    architecture (the first CUDA for each: _FIRST_CUDA), so the extension gets no kernels for the GPU. A cubin
+    for X.y runs on X.z GPUs with z >= y (CUDA C++ Programming Guide, binary compatibility): building for a
+    lower minor this nvcc knows is the other way out (open-mmlab/OpenPCDet#591: TORCH_CUDA_ARCH_LIST="8.0")."""
+    from cudadoctor.rules.extensions import NO_KERNELS
+
+    arch = h.detail.get("arch", "")
+    digits = arch.removeprefix("compute_")
+    cc = (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else None
+    first = _FIRST_CUDA.get(cc) if cc else None
+    windows = f.system is not None and f.system.os == "Windows"
+    lang = "powershell" if windows else ""
+    if first is None:
+        title = msg("The nvcc that builds the extension is older than {arch}: it cannot compile for it", arch=arch)
+        return NO_KERNELS.finding(title=title)
+    need = f"{first[0]}.{first[1]}"
+    fixes = [
+        fix(
+            msg("Build with CUDA {need} or newer: its nvcc first on PATH, of torch's CUDA major", need=need),
+            "nvcc -V",
+            'python -c "import torch; print(torch.version.cuda)"',
+        )
+    ]
+    assert cc is not None
+    # a lower minor of the same major, not Jetson's 8.7 (an integrated GPU's architecture)
+    lower = max((k for k in _FIRST_CUDA if k[0] == cc[0] and k[1] < cc[1] and k != (8, 7)), default=None)
+    have = parse_version(f.toolkit.nvcc_version) if f.toolkit is not None and f.toolkit.nvcc_version else None
+    cmake = h.detail.get("builder") == "cmake"  # its own architecture settings, not torch's variable
+    if lower is not None and not cmake and (have is None or tuple(have[:2]) >= _FIRST_CUDA[lower]):
+        low = f"{lower[0]}.{lower[1]}"
+        since = _FIRST_CUDA[lower]
+        env = f'$env:TORCH_CUDA_ARCH_LIST="{low}"' if windows else f'export TORCH_CUDA_ARCH_LIST="{low}"'
+        fixes.append(
+            fix(
+                msg(
+                    "Or, where nvcc -V says CUDA {since} or newer, build for {low}: its cubins run on {cc} GPUs",
+                    since=f"{since[0]}.{since[1]}",
+                    low=low,
+                    cc=f"{cc[0]}.{cc[1]}",
+                ),
+                "nvcc -V",
+                env,
+                "python -m pip install --no-build-isolation -e .",
+                lang=lang,
+            )
+        )
+    return NO_KERNELS.finding(
+        title=msg(
+            "The nvcc that builds the extension cannot compile for {arch}: it is older than CUDA {need}",
+            arch=arch,
+            need=need,
+        ),
+        why=msg(
+            "nvcc stops the build: {arch} is newer than its CUDA (CUDA compiles for {cc} from {need} on). An "
+            "extension built without it has no kernels for such a GPU; a cubin of a lower minor of the same major "
+            "runs on it, a cubin of another major does not.",
+            arch=arch,
+            cc=f"{cc[0]}.{cc[1]}",
+            need=need,
+        ),
+        fix=fixes,
+    )
