@@ -109,14 +109,15 @@ def read(raw: str) -> Paste:
         start, end = report[2]
         raw = raw[:start] + raw[end:]
     all_lines = text.lines(raw)
-    partials: list[Partial] = [errors.parse(all_lines)]
+    one_line = text.joined(all_lines)  # wrapped lines joined: what the error and run-time patterns search
+    partials: list[Partial] = [errors.parse(all_lines, one_line)]
     for detect, parse in _LINE_PARSERS:
         if detect(all_lines):
             part = parse(all_lines)
             if not part.empty():
                 partials.append(part)
     # what a program printed while it ran, then facts written by hand: the least certain, read last
-    ran = runtime.parse(all_lines, text.joined(all_lines))
+    ran = runtime.parse(all_lines, one_line)
     if not ran.empty():
         partials.append(ran)
     written = prose.parse(all_lines)

@@ -974,9 +974,10 @@ _needs("The specified module could not be found", "specified module")
 _needs(": cannot open shared object file", "cannot open shared object")
 
 
-def parse(all_lines: list[str]) -> Partial:
+def parse(all_lines: list[str], text: str | None = None) -> Partial:
+    """Every error text in the paste; `text`: the lines already joined (text.joined), when the caller has it."""
     p = Partial("error text")
-    text = joined(all_lines)
+    text = joined(all_lines) if text is None else text
     low = text.lower()
     seen: set[tuple[str, str]] = set()
     for pattern, handler in PATTERNS:

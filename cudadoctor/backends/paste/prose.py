@@ -550,6 +550,7 @@ _WORKAROUND = re.compile(
     r"|解决(?:方法|方案|办法)|临时方案|绕过",
     re.I,
 )
+_WORKAROUND_WORDS = ("fix", "work", "solv", "solution", "bypass", "avoid", "解决", "临时", "绕过")
 _STILL = re.compile(
     r"\bstill\b|\bsame (?:error|issue|problem)\b|didn'?t (?:work|help)|doesn'?t (?:work|help)|仍然|还是", re.I
 )
@@ -576,7 +577,9 @@ def _workaround_lines(all_lines: list[str]) -> set[int]:
     lines that are not blank, up to a heading; not where the same lines say it did not help."""
     out: set[int] = set()
     for n, line in enumerate(all_lines):
-        if not _WORKAROUND.search(line):
+        low = line.lower()
+        # a cheap test first: every wording names one of these (a 1 MB paste has tens of thousands of lines)
+        if not any(w in low for w in _WORKAROUND_WORDS) or not _WORKAROUND.search(line):
             continue
         block = [n]
         for k in range(n + 1, min(len(all_lines), n + 12)):

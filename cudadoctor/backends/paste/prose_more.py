@@ -103,10 +103,12 @@ _CPU_ASKED = re.compile(
 
 def trainer_on_cpu(p: Partial, all_lines: list[str]) -> None:
     """ "Process rank: 0, device: cpu, n_gpu: 0": torch.cuda.is_available() was False in that run."""
-    if "n_gpu" not in "\n".join(all_lines) or any(_CPU_ASKED.search(line) for line in all_lines):
+    if "n_gpu" not in "\n".join(all_lines):
         return
     for n, line in enumerate(all_lines):
         if "n_gpu" in line and _RANK_LINE.search(line):
+            if any(_CPU_ASKED.search(line) for line in all_lines):
+                return
             w = where(n, line)
             p.set("torch_available", False, w)
             p.set("torch_installed", True, w)
