@@ -123,14 +123,7 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
         name = c.compiler_name or ("cl" if windows else "g++")
         missing.append(msg("no C++ compiler ({name})", name=name))
         if windows:
-            fixes.append(
-                fix(
-                    "Install MSVC (Visual Studio Build Tools, C++ workload), then run Python from a "
-                    '"x64 Native Tools" prompt so `cl` is on PATH',
-                    "winget install --id Microsoft.VisualStudio.2022.BuildTools --override "
-                    '"--add Microsoft.VisualStudio.Workload.VCTools --includeRecommended --passive"',
-                )
-            )
+            fixes.append(compiler_fix(f, windows=True))
         elif name not in ("g++", "clang++", "c++"):
             fixes.append(
                 fix(
@@ -142,7 +135,7 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
                 )
             )
         else:
-            fixes.append(fix("Install a C++ compiler", *_compiler_install(f)))
+            fixes.append(compiler_fix(f))
     if c.python_headers is False or "python.h" in text:
         missing.append(msg("no Python headers (Python.h not in {path})", path=c.python_include))
         headers = _headers_install(f)
@@ -180,6 +173,21 @@ def _compile_causes(f: Facts, c: CompileFacts, errors: str, windows: bool) -> tu
             )
         )
     return missing, fixes
+
+
+def compiler_fix(f: Facts, windows: bool | None = None) -> Fix:
+    """Installing a C++ compiler inductor can run, for this OS (`windows`: as the caller knows it; else from
+    the facts). Check and triage share it: an apt line on Windows would fail when pasted."""
+    if windows is None:
+        windows = f.system is not None and f.system.os == "Windows"
+    if windows:
+        return fix(
+            "Install MSVC (Visual Studio Build Tools, C++ workload), then run Python from a "
+            '"x64 Native Tools" prompt so `cl` is on PATH',
+            "winget install --id Microsoft.VisualStudio.2022.BuildTools --override "
+            '"--add Microsoft.VisualStudio.Workload.VCTools --includeRecommended --passive"',
+        )
+    return fix("Install a C++ compiler", *_compiler_install(f))
 
 
 def _compiler_install(f: Facts) -> list[str]:

@@ -903,3 +903,14 @@ def test_an_nvcc_too_old_under_cmake_gets_no_torch_arch_variable() -> None:
     found = {f["code"]: f for f in json.loads(cli("--json", "-", stdin=post.encode()).stdout)["findings"]}
     assert "CUDA 11.8 or newer" in json.dumps(found["CD240"]["fix"])
     assert "TORCH_CUDA_ARCH_LIST" not in json.dumps(found["CD240"]["fix"])
+
+
+def test_a_missing_compiler_for_torch_compile_is_installed_the_windows_way_on_windows() -> None:
+    error = "InvalidCxxCompiler: No working C++ compiler found in torch._inductor.config.cpp.cxx\n"
+    windows = cli("--json", "-", stdin=("OS: Microsoft Windows 11 Pro\n" + error).encode())
+    shown = json.dumps([f["fix"] for f in json.loads(windows.stdout)["findings"] if f["code"] == "CD227"])
+    assert "winget install --id Microsoft.VisualStudio.2022.BuildTools" in shown and "apt" not in shown
+    # no OS shown: no distribution's package manager is guessed
+    unknown = cli("--json", "-", stdin=error.encode())
+    shown = json.dumps([f["fix"] for f in json.loads(unknown.stdout)["findings"] if f["code"] == "CD227"])
+    assert "conda install -c conda-forge gxx" in shown and "apt" not in shown and "winget" not in shown

@@ -591,7 +591,7 @@ def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
             )
         )
     if "compile-toolchain-missing" in kinds:
-        from cudadoctor.rules.torch_compile import COMPILE_FAILED
+        from cudadoctor.rules.torch_compile import COMPILE_FAILED, compiler_fix
 
         out.append(
             COMPILE_FAILED.finding(
@@ -600,7 +600,7 @@ def libraries_side(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Finding]:
                 ),
                 fix=[
                     *_triton_fixes(f, f.system is not None and f.system.os == "Windows"),
-                    fix(msg("And a C compiler (Debian, Ubuntu)"), "sudo apt-get install -y build-essential"),
+                    compiler_fix(f),
                     fix(msg("Or run without compiling"), "torch._dynamo.config.suppress_errors = True"),
                 ],
             )
