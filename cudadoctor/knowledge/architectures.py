@@ -75,3 +75,42 @@ def arch_name(cc: str | None) -> str:
 def last_driver_branch(cc: str | None) -> int | None:
     """The newest driver branch that still drives a GPU of this capability; None: no known limit."""
     return LAST_DRIVER_BRANCH.get(arch_name(cc))
+
+
+# The first and the last CUDA whose nvcc compiles for each capability (shared cuda-facts §3: clang's
+# MinVersionForOffloadArch and MaxVersionForOffloadArch; the CUDA 13.0 release notes' "Deprecated
+# Architectures" for Maxwell, Pascal and Volta; CMake MR 8031 for 3.5/3.7 removed in 12.0). A capability with
+# no last CUDA is still a target of the newest toolkit.
+FIRST_CUDA: dict[tuple[int, int], tuple[int, int]] = {
+    (6, 0): (8, 0),
+    (6, 1): (8, 0),
+    (6, 2): (8, 0),
+    (7, 0): (9, 0),
+    (7, 2): (9, 1),
+    (7, 5): (10, 0),
+    (8, 0): (11, 0),
+    (8, 6): (11, 1),
+    (8, 7): (11, 4),
+    (8, 9): (11, 8),
+    (9, 0): (11, 8),
+    (10, 0): (12, 8),
+    (10, 3): (12, 9),
+    (12, 0): (12, 8),
+    (12, 1): (12, 9),
+}
+LAST_CUDA: dict[tuple[int, int], tuple[int, int]] = {
+    (3, 0): (10, 2),
+    (3, 2): (10, 2),
+    (3, 5): (11, 8),
+    (3, 7): (11, 8),
+    (5, 0): (12, 9),
+    (5, 2): (12, 9),
+    (5, 3): (12, 9),
+    (6, 0): (12, 9),
+    (6, 1): (12, 9),
+    (6, 2): (12, 9),
+    (7, 0): (12, 9),
+    (7, 2): (12, 9),
+}
+# Jetson's integrated GPUs (Tegra): their architectures are no stand-in for a discrete GPU's
+INTEGRATED = frozenset({(3, 2), (5, 3), (6, 2), (7, 2), (8, 7), (10, 1), (11, 0)})

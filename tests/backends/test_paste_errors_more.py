@@ -548,3 +548,20 @@ def test_the_device_plugins_nvml_not_loaded_in_a_pod() -> None:
     )
     code, found = triage(post)
     assert found["CD146"]["severity"] == "error" and found["CD101"]["cause"] == "CD146" and code == 1
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "nvcc fatal : Unsupported gpu architecture 'compute_{i}'\n",
+        'OSError: Error loading "d{i}.dll" or one of its dependencies.\n',
+    ],
+)
+def test_many_distinct_matches_of_one_error_stay_bounded(line: str) -> None:
+    # each distinct match ran a search of the whole paste, or of every hit: a 1 MB paste took minutes
+    import time
+
+    paste = "".join(line.format(i=i) for i in range(10, 20_000))[: 1 << 20]
+    start = time.process_time()
+    assert len(kinds(paste)) <= 100
+    assert time.process_time() - start < 10

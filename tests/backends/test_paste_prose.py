@@ -887,3 +887,16 @@ def test_a_workaround_that_can_bypass_it_does_not_say_what_was_installed() -> No
 def test_aarch64_beside_x86_names_no_machine() -> None:
     assert "machine" not in parsed("works on x86_64, fails on aarch64").values
     assert parsed("Our ARM64 server has an H100").values["machine"] == "aarch64"
+
+
+@pytest.mark.parametrize(
+    ("post", "gpus"),
+    [
+        ("Our Cisco UCS B200 M5 server has a Tesla V100", ["Tesla V100"]),  # a blade, not a Blackwell GPU
+        ("Mac mini M4 machine running torch 2.9.0+cu130", []),
+        ("m4.xlarge machine", []),
+        ("1. Get an aarch64 machine, e.g. GB200", ["GB200"]),
+    ],
+)
+def test_machine_words_name_only_datacenter_gpus(post: str, gpus: list[str]) -> None:
+    assert [g.name for g in parsed(post).torch_gpus] == gpus

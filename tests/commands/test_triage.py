@@ -914,3 +914,82 @@ def test_a_missing_compiler_for_torch_compile_is_installed_the_windows_way_on_wi
     unknown = cli("--json", "-", stdin=error.encode())
     shown = json.dumps([f["fix"] for f in json.loads(unknown.stdout)["findings"] if f["code"] == "CD227"])
     assert "conda install -c conda-forge gxx" in shown and "apt" not in shown and "winget" not in shown
+
+
+def _cd240(post: str) -> dict:
+    return next(
+        f for f in json.loads(cli("--json", "-", stdin=post.encode()).stdout)["findings"] if f["code"] == "CD240"
+    )
+
+
+@pytest.mark.parametrize(
+    ("post", "said", "never"),
+    [
+        # an architecture newer toolkits dropped: the nvcc is too new, never "older than compute_35"
+        ("nvcc fatal : Unsupported gpu architecture 'compute_35'\n", "No CUDA after 11.8", "older than"),
+        (
+            "Cuda compilation tools, release 13.0, V13.0.48\nnvcc fatal : Unsupported gpu architecture 'compute_70'\n",
+            "This nvcc (CUDA 13.0) no longer compiles for compute_70",
+            "CUDA 9.0 or newer",
+        ),
+        # dropped by 13.0 and new in 9.0: without nvcc -V the paste does not say which side
+        ("nvcc fatal : Unsupported gpu architecture 'compute_70'\n", "only CUDA 9.0 to 12.9 can", "older than"),
+    ],
+)
+def test_nvcc_refusing_an_architecture_says_too_old_or_too_new_only_where_known(post: str, said: str, never: str):
+    found = _cd240(post)
+    assert said in found["title"] and never not in json.dumps(found)
+
+
+def test_the_lower_minor_is_one_the_nvcc_shown_compiles_for():
+    # nvcc 11.0 cannot build 8.6 (11.1) for an 8.9 GPU, but 8.0 (11.0) it can
+    post = "Cuda compilation tools, release 11.0, V11.0.221\nnvcc fatal : Unsupported gpu architecture 'compute_89'\n"
+    assert 'TORCH_CUDA_ARCH_LIST=\\"8.0\\"' in json.dumps(_cd240(post)["fix"])
+
+
+def test_collect_envs_cmake_version_line_is_no_cmake_build():
+    post = "CMake version: version 3.28.1\nnvcc fatal : Unsupported gpu architecture 'compute_86'\n"
+    assert "TORCH_CUDA_ARCH_LIST" in json.dumps(_cd240(post)["fix"])
+
+
+@pytest.mark.parametrize(
+    ("post", "index"),
+    [
+        ("python train.py --gpus 2\nRuntimeError: CUDA error: invalid device ordinal\n", None),  # a count
+        ("python train.py --gpu 2\nRuntimeError: CUDA error: invalid device ordinal\n", "2"),
+    ],
+)
+def test_gpus_is_a_count_not_the_index_asked_for(post: str, index: str | None) -> None:
+    from cudadoctor.backends.paste import read
+
+    hits = read(post).facts.paste.hits  # type: ignore[union-attr]
+    assert next(h for h in hits if h.kind == "invalid-ordinal").detail.get("index") == index
+
+
+@pytest.mark.parametrize(
+    ("post", "index"),
+    [
+        # no aarch64 CUDA wheel of 2.5: the page that lists its builds, never an x86 index
+        ("machine: aarch64\ntorch version: 2.5.1\n", None),
+        # a nightly is on no stable index under its pin
+        ("torch version: 2.6.0.dev20241112\n", None),
+        # an RTX 5090 (sm_120) needs 2.7's cu128, not its oldest cu118
+        (
+            "I have an RTX 5090 GPU\ntorch version: 2.7.0\n",
+            "torch==2.7.0 --index-url https://download.pytorch.org/whl/cu128",
+        ),
+    ],
+)
+def test_the_cpu_builds_replacement_is_one_that_exists_and_runs_here(post: str, index: str | None) -> None:
+    r = cli("--json", "-", stdin=(post + "AssertionError: Torch not compiled with CUDA enabled\n").encode())
+    shown = json.dumps([f["fix"] for f in json.loads(r.stdout)["findings"] if f["code"] == "CD912"])
+    if index is None:
+        assert "previous-versions" in shown and "torch==2.5.1 --index-url" not in shown and "torch==2.6.0" not in shown
+    else:
+        assert index in shown
+
+
+def test_the_device_plugins_own_nvml_failure_makes_the_nvidia_runtime_the_default():
+    post = "deployed the device plugin in kubernetes\nFailed to start nvml with error:  could not load NVML library\n"
+    found = {f["code"]: f for f in json.loads(cli("--json", "-", stdin=post.encode()).stdout)["findings"]}
+    assert "nvidia-ctk runtime configure --runtime=containerd --set-as-default" in json.dumps(found["CD146"]["fix"])

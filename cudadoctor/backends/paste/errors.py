@@ -355,20 +355,25 @@ def _win_dll(p: Partial, m: re.Match[str]) -> None:
 def _nvcc_arch(p: Partial, m: re.Match[str]) -> None:
     """nvcc too old for an architecture; whether CMake drives the build (TORCH_CUDA_ARCH_LIST is torch's
     cpp_extension's, not CMake's: graphdeco-inria/nerfshop#13 built tiny-cuda-nn with cmake)."""
-    cmake = re.search(r"\bcmake\b|CMAKE_CUDA_ARCHITECTURES|CMakeLists", m.string, re.I)
+    # a CMake command or file near the error, not collect_env's "CMake version:" line; bounded, as every match
+    # of a 1 MB paste would otherwise search all of it
+    near = m.string[max(0, m.start() - 20_000) : m.end() + 2_000]
+    cmake = re.search(r"\bcmake\s+(?:--build|-[SBDG]|\.\.)|CMAKE_CUDA_ARCHITECTURES|CMakeLists\.txt", near, re.I)
     detail = {"arch": m.group("arch"), **({"builder": "cmake"} if cmake else {})}
     p.hits.append(Hit("nvcc-arch-unsupported", short(m.group(0)), detail))
 
 
 def _win_dll_once(p: Partial, m: re.Match[str]) -> None:
+    # bounded: parse() keeps at most 41 hits a pattern, and stops this pattern's matches there too
     if not any(h.kind == "windows-dll" and h.detail.get("library") == m.group("dll") for h in p.hits):
         _win_dll(p, m)
 
 
 # the code naming a GPU index past the first: "cuda:1", set_device(1), device_ids=[0, 1], --gpu 1, --device 2
+# (the first match only, searched once per "invalid device ordinal")
 _INDEX_ASKED = re.compile(
     r"\bcuda:(?P<a>[1-9]\d?)\b|set_device\(\s*(?P<b>[1-9]\d?)\s*\)|device_ids\s*=\s*\[[\d\s,]*?(?P<c>[1-9]\d?)\s*\]"
-    r"|--(?:gpus?|gpu_ids?|gpu-ids?|device)[ =](?P<d>[1-9]\d?)\b"
+    r"|--(?:gpu|gpu_ids?|gpu-ids?|device)[ =](?P<d>[1-9]\d?)\b"  # not --gpus: a count (Lightning, docker)
 )
 
 
@@ -987,13 +992,13 @@ def parse(all_lines: list[str], text: str | None = None) -> Partial:
         matches = list(pattern.finditer(text))
         if handler in _REPL:
             matches.reverse()
+        before = len(p.hits)
         for m in matches:
             key = (pattern.pattern, m.group(0))
             if key in seen:
                 continue
             seen.add(key)
-            before = len(p.hits)
             handler(p, m)
             if len(p.hits) > 40 + before:
-                break
+                break  # a long log repeats its errors: forty hits of one pattern say it
     return p

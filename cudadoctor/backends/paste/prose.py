@@ -22,7 +22,7 @@ _GPU = re.compile(
     # "GPU3090", "显卡rtx5070ti": a model glued to the word GPU (SwinTextSpotter-style posts) is read too
     r"(?:(?<![A-Za-z0-9_.])|(?<=GPU)|(?<=gpu))(?:NVIDIA\s+)?(?:GeForce\s+)?"
     r"(?:(?:RTX|GTX|GT|GM|MX)\s?-?\d{3,4}(?:\s?(?:Ti|SUPER|M|Max-Q))*"
-    r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|G?H\d{3}|G?B[123]00|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
+    r"|(?:Tesla\s+)?(?:[KMPVT]\d{1,3}|A\d{2,3}|G?H\d{3}|G?B[123]00(?!\s*M\d)|L\d{1,2}S?)(?:-[A-Z0-9]+)*"
     r"|Quadro\s+[A-Z]{0,3}\d{3,4}|TITAN\s+(?:X[Pp]?|V|RTX|Xp|Black|Z)"
     r"|(?:^|(?<=[\s\u3000-\u9fff\uac00-\ud7af：:，,（(])|(?<=GPU)|(?<=gpu))"
     r"(?:20[6-8]0|30[5-9]0|40[6-9]0|50[6-9]0|10[5-8]0)\s?(?:ti|Ti|TI|super)?)"
@@ -30,10 +30,11 @@ _GPU = re.compile(
     re.I,
 )
 # searched in the lower-cased line: a case-insensitive alternation is several times slower
-# (a machine or server named with a datacenter GPU: "an aarch64 machine, e.g. GB200", "T4卡的服务器")
-_GPU_CONTEXT = re.compile(
-    r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro|machine|server|服务器|机器"
-)
+_GPU_CONTEXT = re.compile(r"gpu|graphics|card|nvidia|geforce|显卡|그래픽|device|vram|rtx|gtx|tesla|quadro")
+# a machine or server named by its datacenter GPU ("an aarch64 machine, e.g. GB200"): only these names, which
+# nothing else is called; not Cisco's "B200 M5" blade, a Mac's M4 or an instance type
+_MACHINE_CONTEXT = re.compile(r"machine|server|服务器")
+_DATACENTER = re.compile(r"(?<![A-Za-z0-9])G?(?:B[123]00|H[12]00)(?![A-Za-z0-9])(?!\s*M\d)")
 
 _TORCH_VERSION = re.compile(
     # ASCII word edges: a Chinese or Korean word may touch the name or the number ("我的torch版本是1.8.0")
@@ -411,7 +412,9 @@ def parse(all_lines: list[str]) -> Partial:
                 if m:
                     w = w or where(n, line)
                     handler(p, line, w, m)
-        if not p.torch_gpus and _GPU_CONTEXT.search(lower):
+        if not p.torch_gpus and (
+            _GPU_CONTEXT.search(lower) or (_MACHINE_CONTEXT.search(lower) and _DATACENTER.search(line))
+        ):
             _gpu(p, line, w or where(n, line))
     _bare_driver(p, all_lines)
     prose_more.conda_build(p, all_lines)

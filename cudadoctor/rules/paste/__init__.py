@@ -33,7 +33,6 @@ from cudadoctor.rules.paste.builds import (
     gpu_too_old,
     no_kernel_image_for_gpu,
     not_compiled,
-    nvcc_too_old,
     placeholder_sdist,
     torch_says_no_kernels,
 )
@@ -52,6 +51,7 @@ from cudadoctor.rules.paste.containers import (
 from cudadoctor.rules.paste.devices import hardware_and_platform, kernel_side
 from cudadoctor.rules.paste.entries import READ
 from cudadoctor.rules.paste.libraries import cannot_open, cudnn_status, libraries_side, undefined_symbol, windows_dll
+from cudadoctor.rules.paste.nvcc import nvcc_arch_error
 from cudadoctor.rules.paste.runtime import (
     RUN_KINDS,
     harmless,
@@ -159,7 +159,7 @@ def evaluate(f: Facts) -> list[Finding]:
     if "no-kernel-image" in kinds:
         out += no_kernel_image_for_gpu(f)
     if "nvcc-arch-unsupported" in kinds:
-        out.append(nvcc_too_old(f, kinds["nvcc-arch-unsupported"][0]))
+        out.append(nvcc_arch_error(f, kinds["nvcc-arch-unsupported"][0]))
     if "arch-not-in-build" in kinds:
         out.append(torch_says_no_kernels(f, kinds["arch-not-in-build"][0]))
     if "cuda-wanted" in kinds and f.torch is not None and f.torch.cuda_built is False:

@@ -5,11 +5,13 @@ the build's CUDA cannot compile for.
 
 from __future__ import annotations
 
+import re
+
 from cudadoctor.advice.install import PREVIOUS_VERSIONS
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.knowledge import wheels
-from cudadoctor.knowledge.architectures import arch_name
+from cudadoctor.knowledge.architectures import FIRST_CUDA, arch_name
 from cudadoctor.knowledge.driver_minimums import full_minimum, major_floor
 from cudadoctor.knowledge.versions import cuda_int_to_str, parse_version
 from cudadoctor.model import Finding, Fix, Table, msg
@@ -107,8 +109,14 @@ def _cuda_build_of_same_release(f: Facts) -> list[Fix]:
     if not version:
         return [fix(label, "python -m pip uninstall -y torch", cuda_build_install(f))]
     machine = f.system.machine if f.system is not None else None
-    release = wheels.release_of(version) or ""
-    offered = sorted(wheels.variants(release, machine) or wheels.variants(release), key=lambda v: v.cuda)
+    # a release only (not "2.6.0.dev20241112" or "2.1.0a0+git…": no index serves those under that pin), the
+    # machine's own builds (aarch64 has fewer), and those with kernels for every GPU the paste names
+    stable = re.fullmatch(r"\d+\.\d+\.\d+", version) is not None
+    offered = wheels.variants(wheels.release_of(version) or "", machine) if stable else []
+    gpus = [cc for _, cc in gpus_with_cc(f)]
+    offered = sorted(
+        (v for v in offered if all(wheels.covers(v.arch_flags, cc) is not False for cc in gpus)), key=lambda v: v.cuda
+    )
     if offered:
         pin = f"python -m pip install torch=={version} --index-url {offered[0].index_url}"
         return [fix(label, "python -m pip uninstall -y torch", pin)]
@@ -243,19 +251,8 @@ def conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
     )
 
 
-# The first CUDA whose nvcc compiles for each architecture (LLVM clang/lib/Basic/Cuda.cpp,
-# MinVersionForOffloadArch; CUDA release notes): a torch built with an older CUDA has no kernels for it.
-_FIRST_CUDA = {
-    (7, 0): (9, 0),
-    (7, 5): (10, 0),
-    (8, 0): (11, 0),
-    (8, 6): (11, 1),
-    (8, 7): (11, 4),
-    (8, 9): (11, 8),
-    (9, 0): (11, 8),
-    (10, 0): (12, 8),
-    (12, 0): (12, 8),
-}
+# The first CUDA whose nvcc compiles for each architecture: a torch built with an older CUDA has no kernels for it
+_FIRST_CUDA = FIRST_CUDA
 
 
 def gpus_with_cc(f: Facts) -> list[tuple[str, str]]:
@@ -376,69 +373,4 @@ def torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
         or cuda_at_least(_FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")) if cc != "?" else (0, 0), (0, 0)))  # type: ignore[arg-type]
         or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), "nvidia-smi")],
         tables=[Table(["torch said"], [[h.text]])],
-    )
-
-
-def nvcc_too_old(f: Facts, h: PasteHit) -> Finding:
-    """nvcc's own "Unsupported gpu architecture 'compute_86'": the toolkit building an extension predates that
-    architecture (the first CUDA for each: _FIRST_CUDA), so the extension gets no kernels for the GPU. A cubin
-    for X.y runs on X.z GPUs with z >= y (CUDA C++ Programming Guide, binary compatibility): building for a
-    lower minor this nvcc knows is the other way out (open-mmlab/OpenPCDet#591: TORCH_CUDA_ARCH_LIST="8.0")."""
-    from cudadoctor.rules.extensions import NO_KERNELS
-
-    arch = h.detail.get("arch", "")
-    digits = arch.removeprefix("compute_")
-    cc = (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else None
-    first = _FIRST_CUDA.get(cc) if cc else None
-    windows = f.system is not None and f.system.os == "Windows"
-    lang = "powershell" if windows else ""
-    if first is None:
-        title = msg("The nvcc that builds the extension is older than {arch}: it cannot compile for it", arch=arch)
-        return NO_KERNELS.finding(title=title)
-    need = f"{first[0]}.{first[1]}"
-    fixes = [
-        fix(
-            msg("Build with CUDA {need} or newer: its nvcc first on PATH, of torch's CUDA major", need=need),
-            "nvcc -V",
-            'python -c "import torch; print(torch.version.cuda)"',
-        )
-    ]
-    assert cc is not None
-    # a lower minor of the same major, not Jetson's 8.7 (an integrated GPU's architecture)
-    lower = max((k for k in _FIRST_CUDA if k[0] == cc[0] and k[1] < cc[1] and k != (8, 7)), default=None)
-    have = parse_version(f.toolkit.nvcc_version) if f.toolkit is not None and f.toolkit.nvcc_version else None
-    cmake = h.detail.get("builder") == "cmake"  # its own architecture settings, not torch's variable
-    if lower is not None and not cmake and (have is None or tuple(have[:2]) >= _FIRST_CUDA[lower]):
-        low = f"{lower[0]}.{lower[1]}"
-        since = _FIRST_CUDA[lower]
-        env = f'$env:TORCH_CUDA_ARCH_LIST="{low}"' if windows else f'export TORCH_CUDA_ARCH_LIST="{low}"'
-        fixes.append(
-            fix(
-                msg(
-                    "Or, where nvcc -V says CUDA {since} or newer, build for {low}: its cubins run on {cc} GPUs",
-                    since=f"{since[0]}.{since[1]}",
-                    low=low,
-                    cc=f"{cc[0]}.{cc[1]}",
-                ),
-                "nvcc -V",
-                env,
-                "python -m pip install --no-build-isolation -e .",
-                lang=lang,
-            )
-        )
-    return NO_KERNELS.finding(
-        title=msg(
-            "The nvcc that builds the extension cannot compile for {arch}: it is older than CUDA {need}",
-            arch=arch,
-            need=need,
-        ),
-        why=msg(
-            "nvcc stops the build: {arch} is newer than its CUDA (CUDA compiles for {cc} from {need} on). An "
-            "extension built without it has no kernels for such a GPU; a cubin of a lower minor of the same major "
-            "runs on it, a cubin of another major does not.",
-            arch=arch,
-            cc=f"{cc[0]}.{cc[1]}",
-            need=need,
-        ),
-        fix=fixes,
     )

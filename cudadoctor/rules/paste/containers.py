@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
-from cudadoctor.model import Finding, Severity, Table, msg
+from cudadoctor.model import Finding, Fix, Severity, Table, msg
 from cudadoctor.rules.catalogue import fix
 from cudadoctor.rules.paste.entries import CONTAINER, DRIVER_TOO_OLD, NO_DRIVER
 
@@ -109,8 +109,28 @@ def pod_without_gpu(h: PasteHit, error: PasteHit) -> Finding:
             "without them finds no driver, whatever the image holds.",
             page=msg(KUBERNETES.explanation),
         ),
-        fix=kubernetes_fixes(),
+        fix=_default_runtime(error) + kubernetes_fixes(),
     )
+
+
+def _default_runtime(error: PasteHit) -> list[Fix]:
+    """The device plugin's own NVML failing in its pod (NVIDIA/k8s-device-plugin#23): the node's container
+    runtime does not run pods with the NVIDIA runtime. nvidia-ctk's README: `nvidia-ctk runtime configure
+    --set-as-default` makes it the default runtime of the container engine."""
+    if error.kind != "nvml-library-not-found":
+        return []
+    return [
+        fix(
+            msg("On each GPU node: make the NVIDIA runtime containerd's default"),
+            "sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default",
+            "sudo systemctl restart containerd",
+        ),
+        fix(
+            msg("Or, where Docker runs the node's pods: make it Docker's default"),
+            "sudo nvidia-ctk runtime configure --runtime=docker --set-as-default",
+            "sudo systemctl restart docker",
+        ),
+    ]
 
 
 def singularity_no_nv(h: PasteHit) -> Finding:
