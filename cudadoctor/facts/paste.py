@@ -34,6 +34,7 @@ NOT_ERRORS = frozenset(
         "app-on-cpu",
         "extension-arch-flags",
         "kubernetes-context",
+        "visible-devices-too-late",
     }
 )
 

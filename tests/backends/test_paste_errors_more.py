@@ -565,3 +565,40 @@ def test_many_distinct_matches_of_one_error_stay_bounded(line: str) -> None:
     start = time.process_time()
     assert len(kinds(paste)) <= 100
     assert time.process_time() - start < 10
+
+
+def test_nccls_shared_memory_error_without_its_prefix_and_its_two_other_causes() -> None:
+    # showlab/VideoDiffusion#2: torch's "Last error:" or Ray's "(Runner pid=…)" in front of NCCL's words
+    line = "Error while creating shared memory segment /dev/shm/nccl-pZafXL (size 7340384)\n"
+    _, found = triage(line)
+    assert found["CD140"]["severity"] == "warning"
+    # NVIDIA/nccl#328: /dev/shm's mode refused it; chmod fixed it, not a larger size
+    _, found = triage("NCCL INFO shm_open failed : Permission denied\nNCCL WARN " + line)
+    assert "Permission denied" in found["CD140"]["title"] and "chmod 1777 /dev/shm" in json.dumps(found["CD140"])
+    # pytorch#26009: --ipc=host before the error, 254 GB of /dev/shm: a notice that looks elsewhere
+    bus = "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)."
+    _, found = triage("I run it in a docker container with --ipc=host\n" + bus + "\n")
+    assert found["CD140"]["severity"] == "info" and "--ipc=host" in found["CD140"]["title"]
+    # the size given after the error is the fix that worked, not the set-up that failed
+    _, found = triage(bus + "\nWhat fixed it was adding --shm-size=1g\n")
+    assert found["CD140"]["severity"] == "warning"
+
+
+def test_an_invalid_ordinal_from_a_ranks_own_gpu_is_more_ranks_than_gpus() -> None:
+    # HRNet/HRNet-Semantic-Segmentation#171: set_device(args.local_rank) with more processes than GPUs
+    post = (
+        "RuntimeError: cuda runtime error (10) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:33\n"
+        '  File "tools/train.py", line 98, in main\n    torch.cuda.set_device(args.local_rank)\n'
+    )
+    code, found = triage(post)
+    assert found["CD811"]["severity"] == "error" and "CD909" not in found and code == 1
+    assert "torchrun --nproc_per_node=gpu" in json.dumps(found["CD811"]["fix"])
+
+
+def test_invokeais_device_line_and_ddps_unused_parameters() -> None:
+    assert "app-on-cpu" in kinds(">> Using device_type cpu\n")  # invoke-ai/InvokeAI#1202
+    # WuJunde/MedSegDiff#27: a layer defined but not used in forward; the stack is fine
+    code, found = triage(
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.\n"
+    )
+    assert code == 0 and "find_unused_parameters=True" in json.dumps(found["CD909"]["fix"])

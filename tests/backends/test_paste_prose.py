@@ -900,3 +900,23 @@ def test_aarch64_beside_x86_names_no_machine() -> None:
 )
 def test_machine_words_name_only_datacenter_gpus(post: str, gpus: list[str]) -> None:
     assert [g.name for g in parsed(post).torch_gpus] == gpus
+
+
+def test_cuda_visible_devices_set_in_the_program_after_cuda_started() -> None:
+    # AUTOMATIC1111/stable-diffusion-webui#442: set in webui.py, "always using GPU0"; it worked from the .bat
+    post = (
+        'os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+        "This was working fine until recent updates.  Now, the program is always using GPU0.\n - OS: Windows 11\n"
+    )
+    code, out = triage(post, "--json")
+    found = {f["code"]: f for f in json.loads(out)["findings"]}
+    assert code == 0 and found["CD300"]["severity"] == "warning" and "CD914" in found
+    assert "set CUDA_VISIBLE_DEVICES=1" in json.dumps(found["CD300"]["fix"])
+    # set in the code alone, with nothing said of the GPU in use: nothing is claimed
+    assert "visible-devices-too-late" not in kinds('os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n')
+
+
+def test_a_bare_gtx_number_is_named() -> None:
+    assert [(g.name, g.capability) for g in parsed("switch it to my GPU ?(Cuda, 1080ti)").torch_gpus] == [
+        ("1080ti", "6.1")
+    ]

@@ -363,6 +363,24 @@ def _nvcc_arch(p: Partial, m: re.Match[str]) -> None:
     p.hits.append(Hit("nvcc-arch-unsupported", short(m.group(0)), detail))
 
 
+_SHM_DENIED = re.compile(r"shm_open failed\s*:\s*Permission denied|/dev/shm\S*:\s*Permission denied")
+# the container already shares the host's /dev/shm or has a large one: "--ipc=host", "ipc: host", "--shm-size=16g"
+_SHM_GIVEN = re.compile(r"--ipc[= ]host\b|\bipc:\s*['\"]?host\b|--shm-size[= ]\S+|\bshm_size:\s*\S+")
+
+
+def _shm(p: Partial, m: re.Match[str]) -> None:
+    """/dev/shm too small, or NCCL denied it (NVIDIA/nccl#328: its permissions), or a size already given."""
+    near = m.string[max(0, m.start() - 20_000) : m.end() + 20_000]
+    detail = {}
+    if _SHM_DENIED.search(near):
+        detail["denied"] = "yes"
+    # given before the error, as the set-up that failed; after it, it is the fix that worked (VideoDiffusion#2)
+    given = _SHM_GIVEN.search(m.string[max(0, m.start() - 20_000) : m.start()])
+    if given:
+        detail["given"] = given.group(0)
+    p.hits.append(Hit("shm-too-small", short(m.group(0)), detail))
+
+
 def _win_dll_once(p: Partial, m: re.Match[str]) -> None:
     # bounded: parse() keeps at most 41 hits a pattern, and stops this pattern's matches there too
     if not any(h.kind == "windows-dll" and h.detail.get("library") == m.group("dll") for h in p.hits):
@@ -377,11 +395,22 @@ _INDEX_ASKED = re.compile(
 )
 
 
+_RANK_DEVICE = re.compile(
+    r"set_device\(\s*(?:args\.|opt\.|self\.|cfg\.)?local_rank\s*\)|set_device\(\s*int\(os\.environ\[.LOCAL_RANK.\]\)"
+    r"|cuda:\{(?:args\.)?local_rank\}|--nproc[_-]per[_-]node"
+)
+
+
 def _invalid_ordinal(p: Partial, m: re.Match[str]) -> None:
     """'invalid device ordinal': with the index the code asks for, where the paste shows one past the first."""
     asked = _INDEX_ASKED.search(m.string)
     index = next((v for v in asked.groups() if v), None) if asked else None
-    p.hits.append(Hit("invalid-ordinal", short(m.group(0)), {"index": index} if index else {}))
+    detail = {"index": index} if index else {}
+    # a rank's own device (set_device(args.local_rank), LOCAL_RANK) past the GPUs: more ranks than GPUs
+    # (HRNet#171, tatsu-lab/stanford_alpaca#67: --nproc_per_node larger than the GPU count)
+    if _RANK_DEVICE.search(m.string):
+        detail["ranks"] = "yes"
+    p.hits.append(Hit("invalid-ordinal", short(m.group(0)), detail))
 
 
 def _no_driver(p: Partial, m: re.Match[str]) -> None:
@@ -647,7 +676,9 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _runtime_too_old,
     ),
     # a crash while importing (bash, zsh, faulthandler)
-    (re.compile(r"(?:Fatal Python error: )?\bsegmentation fault\b(?: \(core dumped\))?", re.I), _import_segfault),
+    # (no optional group or \b in front: either makes the engine try every position of a 1 MB paste, ten times
+    # slower than a pattern that starts with its letters)
+    (re.compile(r"[Ss]egmentation [Ff]ault\b(?: \(core dumped\))?"), _import_segfault),
     (
         re.compile(r"\[WinError (?P<code>126|127|193|1114|1455)\][^\"]{0,200}?Error loading \"(?P<dll>[^\"]+?\.dll)\""),
         _win_dll,
@@ -683,6 +714,8 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _app_says_cpu,
     ),
+    # InvokeAI 2.x's start-up log: the device torch gave it (invoke-ai/InvokeAI#1202)
+    (re.compile(r"Using device_type cpu\b"), _app_says_cpu),
     (re.compile(r"No module named '?torch'?(?![\w.])"), _no_torch),
     (
         re.compile(
@@ -914,9 +947,12 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         re.compile(
             r"dataloader's workers are out of shared memory|insufficient shared memory \(shm\)"
             r"|(?:shared memory|共享内存)\s*(?:is |was )?(?:不够|不足|太小|not enough|too small|insufficient|exhausted)"
-            r"|NCCL WARN Error while creating shared memory segment|NCCL WARN Call to posix_fallocate failed"
+            r"|NCCL WARN Call to posix_fallocate failed"
+            # NCCL's include/shm.h, with or without its "NCCL WARN" prefix (torch's "Last error:", Ray's
+            # "(Runner pid=…)" put other words in front: showlab/VideoDiffusion#2)
+            r"|Error while creating shared memory segment (?:/dev/shm/)?nccl-"
         ),
-        _simple("shm-too-small"),
+        _shm,
     ),
     # a program that asked for CUDA from a torch that has none (Ultralytics, xFormers)
     (re.compile(r"Invalid CUDA '?device=[\w,]+'? requested"), _simple("cuda-wanted")),
@@ -965,7 +1001,7 @@ def _needs(fragment: str, *words: str) -> None:
 
 
 _needs("(?P<family>GLIBCXX|GLIBC|CXXABI)", "glibc", "cxxabi")
-_needs("segmentation fault", "segmentation fault")
+_needs("egmentation [Ff]ault", "segmentation fault")
 _needs("No CUDA GPUs are available", "no cuda")
 _needs("off the bus", "off the bus")
 _needs("nouveau", "nouveau")
@@ -973,6 +1009,7 @@ _needs("NVIDIA driver on your system is too old", "too old")
 _needs("SecureBoot enabled", "secureboot enabled")
 _needs("GPUs requested but none", "requested", "can not run on your system")
 _needs("No GPU found", "no gpu found", "not available", "fp16 is not supported on cpu")
+_needs("Using device_type cpu", "using device_type cpu")
 _needs("in state_dict", "state_dict")
 _needs("shared memory", "shared memory", "shm", "共享内存", "posix_fallocate")
 _needs("The specified module could not be found", "specified module")

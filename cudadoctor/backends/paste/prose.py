@@ -182,8 +182,10 @@ def _gpu(p: Partial, line: str, w: str) -> None:
         # people write "GTX1060", "2080ti": the table's names have the spaces
         spaced = re.sub(r"(?i)(\d)(ti|super)\b", r"\1 \2", re.sub(r"(?i)(RTX|GTX|GT|MX)\s?-?(\d)", r"\1 \2", name))
         model = gpu_names.lookup(name) or gpu_names.lookup(spaced)
-        if model is None:
-            model = gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", spaced))
+        if model is None:  # a bare number: RTX 2080-5090, GTX 1050-1080 ("1080ti")
+            model = gpu_names.lookup(re.sub(r"(?i)^(\d{4})", r"RTX \1", spaced)) or gpu_names.lookup(
+                re.sub(r"(?i)^(\d{4})", r"GTX \1", spaced)
+            )
         cap = _CAPABILITY.search(line[m.end() :])
         cc = (cap.group(1) or cap.group(2)) if cap else (model.cc if model else None)
         if cc is not None:
@@ -438,6 +440,7 @@ def parse(all_lines: list[str]) -> Partial:
     prose_more.oom_advice_tried(p, all_lines)
     prose_more.cuda_wanted_said(p, all_lines)
     prose_more.machine_said(p, all_lines)
+    prose_more.visible_devices_too_late(p, all_lines)
     p.hits = _capped(p.hits)
     return p
 

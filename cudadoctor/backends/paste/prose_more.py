@@ -281,3 +281,27 @@ def machine_said(p: Partial, all_lines: list[str]) -> None:
         if _ARM.search(line):
             p.set("machine", "aarch64", where(n, line))
             return
+
+
+# CUDA_VISIBLE_DEVICES set inside the program, and the person saying it keeps running on GPU 0: the variable was
+# set after CUDA had started (AUTOMATIC1111#442, open-mmlab/mmdetection3d#1020: "set it before import torch")
+_CVD_IN_CODE = re.compile(r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=\s*['\"](?P<v>[\d, ]+)['\"]")
+_STILL_GPU0 = re.compile(
+    r"\b(?:always|still)\s+(?:uses?|using|runs?\s+on|running\s+on)\s+(?:the\s+first\s+gpu|gpu\s*0|cuda:0)\b", re.I
+)
+
+
+def visible_devices_too_late(p: Partial, all_lines: list[str]) -> None:
+    """os.environ["CUDA_VISIBLE_DEVICES"] = "1" in the code, and "always using GPU0" said: set too late."""
+    if "CUDA_VISIBLE_DEVICES" not in "\n".join(all_lines):
+        return
+    code = next(((n, m) for n, line in enumerate(all_lines) if (m := _CVD_IN_CODE.search(line))), None)
+    said = next(((n, m) for n, line in enumerate(all_lines) if (m := _STILL_GPU0.search(line))), None)
+    if code is None or said is None or code[1].group("v").strip() in ("0", ""):
+        return
+    n, m = code
+    p.hits.append(
+        Hit("visible-devices-too-late", short(m.group(0), 120), {"value": m.group("v"), "where": where(n, m.string)})
+    )
+    k, s = said
+    p.hits.append(Hit("gpu-ran", short(s.string.strip(), 120), {"why": f"{where(k, s.string)}: GPU 0 was in use"}))

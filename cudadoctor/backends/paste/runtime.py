@@ -108,6 +108,8 @@ _CODE_BUGS = [
         "labels-out-of-range",
     ),
     (re.compile(r"module 'torch\.cuda' has no attribute '(?P<attr>\w+)'"), "torch-attribute-typo"),
+    # DistributedDataParallel's reducer: a parameter the loss did not use (torch/csrc/distributed/c10d/reducer.cpp)
+    (re.compile(r"Expected to have finished reduction in the prior iteration before starting a new one"), "ddp-unused"),
 ]
 
 _HARMLESS = [

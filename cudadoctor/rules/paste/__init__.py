@@ -112,7 +112,8 @@ def evaluate(f: Facts) -> list[Finding]:
         out.append(hidden_inside(kinds["no-cuda-gpus"][0]))
     # "No CUDA GPUs are available" left unexplained is no run-time error: the process sees no GPU at all
     # (CUDA_VISIBLE_DEVICES, a container without GPUs, a GPU the OS disabled); ask_for asks which
-    runtime = [h for k in RUN_KINDS for h in kinds.get(k, [])]
+    # an invalid ordinal from a rank's own GPU is more ranks than GPUs (devices.py: CD811), not a run-time error
+    runtime = [h for k in RUN_KINDS for h in kinds.get(k, []) if not (k == "invalid-ordinal" and h.detail.get("ranks"))]
     if runtime:
         out.append(run_time_errors(runtime))
     if "harmless-warning" in kinds:

@@ -166,6 +166,38 @@ def docker_run_no_gpus(h: PasteHit) -> Finding:
 def shm(h: PasteHit) -> Finding:
     from cudadoctor.rules.system import SMALL_SHM
 
+    if h.detail.get("denied"):
+        # NVIDIA/nccl#328: "shm_open failed : Permission denied"; chmod on /dev/shm fixed it, not its size
+        return SMALL_SHM.finding(
+            title=msg("NCCL could not open its shared memory: /dev/shm refused it (Permission denied)"),
+            why=msg(
+                "NCCL passes data between the GPUs of one machine through files in /dev/shm; here it may not "
+                "create them, whatever their size."
+            ),
+            fix=[
+                fix(msg("See its mode: every user may write there (drwxrwxrwt)"), "ls -ld /dev/shm"),
+                fix(msg("Restore the usual mode"), "sudo chmod 1777 /dev/shm"),
+            ],
+        )
+    if h.detail.get("given"):
+        # pytorch#26009: --ipc=host, 254 GB of /dev/shm, and the bus error came from a mounted data volume
+        return SMALL_SHM.finding(
+            title=msg(
+                "The error blames shared memory, but the container already has it ({given}): look elsewhere",
+                given=h.detail["given"],
+            ),
+            severity=Severity.INFO,
+            why=msg(
+                "A DataLoader worker's bus error is reported as shared memory running out; with /dev/shm "
+                "shared or sized, a file the worker reads (a network or mounted volume) is the usual cause."
+            ),
+            fix=[
+                fix(msg("See how much there is"), "df -h /dev/shm"),
+                fix(
+                    msg("Run the loader in the main process to see the error itself"), "DataLoader(..., num_workers=0)"
+                ),
+            ],
+        )
     return SMALL_SHM.finding(
         title=msg("Shared memory ran out: {error}", error=h.text),
         why=msg(

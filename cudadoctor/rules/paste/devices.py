@@ -120,6 +120,58 @@ def hardware_and_platform(f: Facts, kinds: dict[str, list[PasteHit]]) -> list[Fi
                 ],
             )
         )
+    late = kinds.get("visible-devices-too-late", [])
+    if late:
+        value = late[0].detail.get("value", "")
+        out.append(
+            CATALOGUE["CD300"].finding(
+                title=msg(
+                    "CUDA_VISIBLE_DEVICES set in the program ({line}) changes nothing once CUDA has started: "
+                    "GPU 0 stays in use",
+                    line=late[0].text,
+                ),
+                severity=Severity.WARNING,
+                why=msg(
+                    "CUDA reads CUDA_VISIBLE_DEVICES once, when the process first initialises it; set afterwards "
+                    "(after torch, or a module that uses it, started CUDA) it has no effect. Set it before "
+                    "`import torch`, or in the shell that starts the program."
+                ),
+                fix=[
+                    fix(
+                        msg("Set it in the shell that starts the program (Linux, macOS)"),
+                        f"CUDA_VISIBLE_DEVICES={value} python train.py",
+                    ),
+                    fix(msg("Windows (cmd, or a .bat such as webui-user.bat)"), f"set CUDA_VISIBLE_DEVICES={value}"),
+                    fix(
+                        msg("Or in Python, as the first lines, before anything imports torch"),
+                        "import os",
+                        f'os.environ["CUDA_VISIBLE_DEVICES"] = "{value}"',
+                        lang="python",
+                    ),
+                ],
+            )
+        )
+    ranks = [h for h in kinds.get("invalid-ordinal", []) if h.detail.get("ranks")]
+    if ranks:
+        # each rank asks for the GPU of its local rank: one more rank than GPUs asks for one that is not there
+        out.append(
+            CATALOGUE["CD811"].finding(
+                title=msg(
+                    "invalid device ordinal from a rank's own GPU (set_device(local_rank)): more processes per "
+                    "node than visible GPUs"
+                ),
+                fix=[
+                    fix(
+                        msg("Count the GPUs this process sees"),
+                        'python -c "import torch; print(torch.cuda.device_count())"',
+                    ),
+                    fix(
+                        msg("Start one process per visible GPU (torchrun counts them)"),
+                        "torchrun --nproc_per_node=gpu train.py",
+                    ),
+                ],
+            )
+        )
     nproc = kinds.get("nproc-per-node", [])
     cvd = kinds.get("visible-devices-set", [])
     if nproc and cvd:

@@ -19,6 +19,7 @@ RUN_KINDS = (
     "cuda-unknown-error",
     "device-mismatch",
     "torch-attribute-typo",
+    "ddp-unused",
 )
 
 
@@ -31,6 +32,7 @@ EXPLAINED_AT_RUN_TIME = (
     "launch-failure",
     "device-mismatch",
     "torch-attribute-typo",
+    "ddp-unused",
     "kv-cache-too-small",
     "harmless-warning",
     "gpu-ran",
@@ -81,6 +83,12 @@ def _runtime_fix(h: PasteHit) -> Fix:
             msg("The model's context does not fit the KV cache: lower max_model_len, or give vLLM more memory"),
             "vllm serve MODEL --max-model-len 8192",
             "vllm serve MODEL --gpu-memory-utilization 0.95",
+        )
+    if k == "ddp-unused":
+        return fix(
+            msg("A bug in the model: a parameter does not reach the loss; use it, or let DDP find such parameters"),
+            "model = DistributedDataParallel(model, device_ids=[local_rank], find_unused_parameters=True)",
+            lang="python",
         )
     if k == "torch-attribute-typo":
         return fix(msg("A typo in the code: the function is torch.cuda.is_available()"), "torch.cuda.is_available()")
