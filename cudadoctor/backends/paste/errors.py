@@ -579,7 +579,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         ),
         _repl_arch,
     ),
-    (re.compile(r"(?:The )?NVIDIA driver on your system is too old(?: \(found version (\d{4,5})\))?"), _too_old),
+    (re.compile(r"NVIDIA driver on your system is too old(?: \(found version (\d{4,5})\))?"), _too_old),
     (re.compile(r"CUDA driver version is insufficient for CUDA runtime version"), _insufficient),
     (
         re.compile(
@@ -695,7 +695,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
     # the same retold: "torch was not compiled with CUDA support" (AudioLDM#5); not "… with flash attention"
-    (re.compile(r"(?:py)?torch (?:was |is )?not compiled with CUDA(?: support)?(?! enabled)", re.I), _not_compiled),
+    (re.compile(r"(?i:torch) (?:was |is )?not compiled with CUDA(?: support)?(?! enabled)", re.I), _not_compiled),
     # a package's compiled module missing (IDEA-Research/Grounded-Segment-Anything#84: groundingdino built without
     # its CUDA op, CUDA_HOME unset at build time); torch's own `torch._C` is not this
     (
@@ -804,9 +804,9 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     # "no cuda gpu aviliable")
     (
         re.compile(
-            r"(?<![A-Za-z])No CUDA GPUs are available|(?<![A-Za-z])no cuda (?:gpus?|gp|devices?)\s+(?:(?:are|is)\s+)?"
-            r"(?:available|aviliable|avaliable|avilable|availabe|availible)(?![A-Za-z])",  # ASCII edges: 出现no cuda
-            re.I,
+            # "No CUDA GPUs are available" and its retellings; letters first, so the engine scans for them
+            r"[Nn][Oo] [Cc][Uu][Dd][Aa] (?i:(?:gpus?|gp|devices?)\s+(?:(?:are|is)\s+)?"
+            r"(?:available|aviliable|avaliable|avilable|availabe|availible))(?![A-Za-z])",
         ),
         _simple("no-cuda-gpus"),
     ),
@@ -852,7 +852,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _nvrm("legacy-branch"),
     ),
     (
-        re.compile(r"\bnouveau\s+\d{6,}\s+\d+\b|\bnouveau \d{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "),
+        re.compile(r"nouveau(?:\s+\d{6,}\s+\d+\b| \d{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: )"),
         _simple("nouveau-loaded"),
     ),
     # torch.utils.cpp_extension building an extension with a toolkit of another CUDA major
@@ -914,7 +914,7 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
         _named_80x(999),
     ),
     # the kernel log's "GPU at PCI:0000:01:00.0 has fallen off the bus" (Xid 79), or a poster's own words
-    (re.compile(r"\b(?:has |have |had )?f(?:a|e)ll(?:en|s|ing)? off the bus\b", re.I), _simple("fell-off-bus")),
+    (re.compile(r"f[ae]ll(?:en|s|ing)? off the bus\b", re.I), _simple("fell-off-bus")),
     # the NVIDIA module's log when nouveau got the GPU first (nv.c: "NVRM: The NVIDIA probe routine was not
     # called ... nouveau, rivafb, nvidiafb or rivatv was loaded and obtained ownership of the NVIDIA device(s)")
     (
@@ -1002,7 +1002,7 @@ def _needs(fragment: str, *words: str) -> None:
 
 _needs("(?P<family>GLIBCXX|GLIBC|CXXABI)", "glibc", "cxxabi")
 _needs("egmentation [Ff]ault", "segmentation fault")
-_needs("No CUDA GPUs are available", "no cuda")
+_needs("[Nn][Oo] [Cc][Uu][Dd][Aa]", "no cuda")
 _needs("off the bus", "off the bus")
 _needs("nouveau", "nouveau")
 _needs("NVIDIA driver on your system is too old", "too old")
