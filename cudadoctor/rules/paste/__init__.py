@@ -48,9 +48,10 @@ from cudadoctor.rules.paste.containers import (
     shm,
     singularity_no_nv,
 )
+from cudadoctor.rules.paste.cudnn import cudnn_status
 from cudadoctor.rules.paste.devices import hardware_and_platform, kernel_side
 from cudadoctor.rules.paste.entries import READ
-from cudadoctor.rules.paste.libraries import cannot_open, cudnn_status, libraries_side, undefined_symbol, windows_dll
+from cudadoctor.rules.paste.libraries import cannot_open, libraries_side, undefined_symbol, windows_dll
 from cudadoctor.rules.paste.nvcc import nvcc_arch_error
 from cudadoctor.rules.paste.runtime import (
     RUN_KINDS,

@@ -12,10 +12,10 @@ from cudadoctor.advice import shell
 from cudadoctor.facts import Facts
 from cudadoctor.facts.paste import PasteHit
 from cudadoctor.knowledge import extension_modules, triton_pins
-from cudadoctor.model import Finding, Fix, Severity, Table, msg
+from cudadoctor.model import Finding, Fix, Table, msg
 from cudadoctor.rules.catalogue import fix, named
 from cudadoctor.rules.extensions import OTHER_TORCH
-from cudadoctor.rules.paste.entries import CANNOT_OPEN, CUDNN_STATUS, UNDEFINED_SYMBOL, WINDOWS_DLL
+from cudadoctor.rules.paste.entries import CANNOT_OPEN, UNDEFINED_SYMBOL, WINDOWS_DLL
 from cudadoctor.rules.paste.installs import reinstall_torch, torch_install
 
 # a mangled name in torch's own C++ namespaces (c10::, at::, torch::), const members too
@@ -380,46 +380,6 @@ def windows_dll(f: Facts, h: PasteHit) -> Finding:
             ),
         ],
         tables=[Table(["Windows said"], [[h.text]])],
-    )
-
-
-# cuDNN failing to start: a GPU out of memory when its handle is created as often as a mismatched cuDNN
-_MEMORY_OR_LIBRARY = ("NOT_INITIALIZED", "ALLOC_FAILED", "MAPPING_ERROR")
-# what in the paste points at the library stack rather than memory
-_LIBRARY_KINDS = ("undefined-symbol", "cannot-open-library", "cudnn-incompatible", "runtime-too-old")
-
-
-def cudnn_status(h: PasteHit, kinds: dict[str, list[PasteHit]]) -> Finding:
-    status = h.detail.get("status", "?")
-    library = [
-        fix(
-            "Use the cuDNN of torch's own wheel: drop system paths",
-            "echo $LD_LIBRARY_PATH",
-            "unset LD_LIBRARY_PATH",
-        ),
-        fix("Check cuDNN as torch sees it", 'python -c "import torch; print(torch.backends.cudnn.version())"'),
-    ]
-    if status in _MEMORY_OR_LIBRARY and not any(k in kinds for k in _LIBRARY_KINDS):
-        # nothing shown decides between the two (tinyvision/DAMO-YOLO#20 ran with a smaller batch): no set-up
-        # error is claimed
-        return CUDNN_STATUS.finding(
-            title=msg(
-                "cuDNN could not start: CUDNN_STATUS_{status} (GPU memory running out, or a cuDNN that does not "
-                "match torch: the paste does not show which)",
-                status=status,
-            ),
-            severity=Severity.WARNING,
-            fix=[
-                fix(
-                    "See whether it is memory: the GPU's free memory, then the same run with a smaller batch",
-                    "nvidia-smi",
-                ),
-                *library,
-            ],
-        )
-    return CUDNN_STATUS.finding(
-        title=msg("cuDNN failed: CUDNN_STATUS_{status}", status=status),
-        fix=[library[0], fix("See whether it is memory", "nvidia-smi"), library[1]],
     )
 
 
