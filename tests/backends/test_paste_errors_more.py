@@ -602,3 +602,28 @@ def test_invokeais_device_line_and_ddps_unused_parameters() -> None:
         "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.\n"
     )
     assert code == 0 and "find_unused_parameters=True" in json.dumps(found["CD909"]["fix"])
+
+
+def test_build_flags_with_a_lower_minor_of_the_gpus_major_do_not_leave_it_out() -> None:
+    # a cubin for 8.0 runs on an 8.6 GPU (X.y on X.z, z >= y): the flags explain nothing, torch's error stays
+    _, found = triage(
+        "GPU: RTX 3090\n"
+        'export TORCH_CUDA_ARCH_LIST="8.0"\n'
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
+    assert "CD240" not in found
+    # 7.5 only leaves an 8.6 GPU out (another major)
+    _, found = triage(
+        'GPU: RTX 3090\nexport TORCH_CUDA_ARCH_LIST="7.5"\n'
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    )
+    assert found["CD240"]["severity"] == "error"
+
+
+def test_a_cpu_build_asked_for_cuda_with_its_version_unknown_reads_whole() -> None:
+    # a CPU build said in words, no version: the title had "torch  is" with an empty version between
+    _, found = triage(
+        "pip gave me the cpu version of torch\n"
+        "ValueError: Invalid CUDA 'device=0' requested. Use 'device=cpu' or pass valid CUDA device(s)\n"
+    )
+    assert found["CD202"]["title"].startswith("torch is a CPU-only build, but the program asks for CUDA")

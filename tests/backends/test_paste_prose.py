@@ -920,3 +920,10 @@ def test_a_bare_gtx_number_is_named() -> None:
     assert [(g.name, g.capability) for g in parsed("switch it to my GPU ?(Cuda, 1080ti)").torch_gpus] == [
         ("1080ti", "6.1")
     ]
+
+
+def test_a_visible_devices_list_written_with_spaces_is_one_word_in_the_fix() -> None:
+    post = 'os.environ["CUDA_VISIBLE_DEVICES"] = "1, 2"\nbut it still uses GPU 0\n'
+    _, out = triage(post, "--json")
+    found = {f["code"]: f for f in json.loads(out)["findings"]}
+    assert "CUDA_VISIBLE_DEVICES=1,2 python train.py" in json.dumps(found["CD300"]["fix"])

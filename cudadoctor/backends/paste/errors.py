@@ -695,7 +695,10 @@ PATTERNS: list[tuple[re.Pattern[str], Callable[[Partial, re.Match[str]], None]]]
     (re.compile(r"Found no NVIDIA driver on your system"), _no_driver),
     (re.compile(r"Torch not compiled with CUDA enabled"), _not_compiled),
     # the same retold: "torch was not compiled with CUDA support" (AudioLDM#5); not "… with flash attention"
-    (re.compile(r"(?i:torch) (?:was |is )?not compiled with CUDA(?: support)?(?! enabled)", re.I), _not_compiled),
+    (
+        re.compile(r"[Tt][Oo][Rr][Cc][Hh] (?i:(?:was |is )?not compiled with CUDA(?: support)?)(?! enabled)"),
+        _not_compiled,
+    ),
     # a package's compiled module missing (IDEA-Research/Grounded-Segment-Anything#84: groundingdino built without
     # its CUDA op, CUDA_HOME unset at build time); torch's own `torch._C` is not this
     (

@@ -374,7 +374,7 @@ _READERS: list[tuple[tuple[str, ...], re.Pattern[str], _Handler]] = [
     (("docker", "podman"), _DOCKER_RUN_QUOTED, _docker_run_line),
     # WSL2's driver libraries live there (the Windows driver mounts them): this is WSL2
     (("/usr/lib/wsl",), _WSL_LIB, lambda p, line, w, m: p.set("wsl", True, w)),
-    (("wsl",), _WSL2_SAID, lambda p, line, w, m: _wsl2_said(p, line, w, m)),
+    (("wsl",), _WSL2_SAID, _wsl2_said),
     (("singularity", "apptainer"), _SINGULARITY, _singularity_line),
     (("container", "容器", "docker"), _IN_CONTAINER, _in_container_line),
     (("only", "只"), _ONE_GPU_USED, _one_gpu_used_line),

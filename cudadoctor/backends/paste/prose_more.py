@@ -301,7 +301,11 @@ def visible_devices_too_late(p: Partial, all_lines: list[str]) -> None:
         return
     n, m = code
     p.hits.append(
-        Hit("visible-devices-too-late", short(m.group(0), 120), {"value": m.group("v"), "where": where(n, m.string)})
+        Hit(
+            "visible-devices-too-late",
+            short(m.group(0), 120),
+            {"value": m.group("v").replace(" ", ""), "where": where(n, m.string)},
+        )
     )
     k, s = said
     p.hits.append(Hit("gpu-ran", short(s.string.strip(), 120), {"why": f"{where(k, s.string)}: GPU 0 was in use"}))

@@ -158,12 +158,12 @@ def cpu_torch_wanted(f: Facts, h: PasteHit) -> Finding:
             if version
             else msg("torch is a CPU-only build, but the post wants CUDA: {line}", line=h.text)
         )
-    else:
+    elif version:
         title = msg(
-            "torch {version} is a CPU-only build, but the program asks for CUDA: {error}",
-            version=version or "",
-            error=h.text,
+            "torch {version} is a CPU-only build, but the program asks for CUDA: {error}", version=version, error=h.text
         )
+    else:
+        title = msg("torch is a CPU-only build, but the program asks for CUDA: {error}", error=h.text)
     return CPU_ONLY.finding(
         title=title,
         fix=[
@@ -251,10 +251,6 @@ def conda_cpu(f: Facts, kinds: dict[str, list[PasteHit]]) -> Finding | None:
     )
 
 
-# The first CUDA whose nvcc compiles for each architecture: a torch built with an older CUDA has no kernels for it
-_FIRST_CUDA = FIRST_CUDA
-
-
 def gpus_with_cc(f: Facts) -> list[tuple[str, str]]:
     from cudadoctor.advice.gpus import gpu_capabilities
 
@@ -278,7 +274,7 @@ def arch_beyond_cuda(f: Facts) -> list[Finding]:
     out = []
     for name, cc in gpus_with_cc(f):
         key = tuple(int(x) for x in cc.split("."))
-        first = _FIRST_CUDA.get(key)  # type: ignore[arg-type]
+        first = FIRST_CUDA.get(key)  # type: ignore[arg-type]
         if first is None or tuple(have[:2]) >= first:
             continue
         need = f"{first[0]}.{first[1]}"
@@ -319,7 +315,7 @@ def no_kernel_image_for_gpu(f: Facts) -> list[Finding]:
     if len(gpus) != 1:
         return []
     name, cc = gpus[0]
-    first = _FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")))  # type: ignore[arg-type]
+    first = FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")))  # type: ignore[arg-type]
     if first is None or first < (12, 8):
         return []
     need = f"{first[0]}.{first[1]}"
@@ -370,7 +366,7 @@ def torch_says_no_kernels(f: Facts, h: PasteHit) -> Finding:
             flags=h.detail.get("flags", ""),
         ),
         fix=advice_fix(f, msg("Install a build compiled for this GPU"))
-        or cuda_at_least(_FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")) if cc != "?" else (0, 0), (0, 0)))  # type: ignore[arg-type]
+        or cuda_at_least(FIRST_CUDA.get(tuple(int(x) for x in cc.split(".")) if cc != "?" else (0, 0), (0, 0)))  # type: ignore[arg-type]
         or [fix(msg("Install a torch built for this GPU (a newer CUDA variant)"), "nvidia-smi")],
         tables=[Table(["torch said"], [[h.text]])],
     )

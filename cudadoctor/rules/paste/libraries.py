@@ -440,7 +440,8 @@ _ARCH_HERE = "$(python -c \"import torch; print(*torch.cuda.get_device_capabilit
 
 def _flags_leave_out(f: Facts, archs: list[str]) -> bool:
     """The build flags shown compile for none of the GPUs the paste names (compute capability known): a cubin of the
-    GPU's own capability, or PTX of an equal or lower one, would run. False where no GPU's capability is known."""
+    GPU's major and an equal or lower minor, or PTX of an equal or lower capability, would run (CD240's page). False
+    where no GPU's capability is known."""
     from cudadoctor.rules.paste.builds import gpus_with_cc
 
     ccs = {cc for _, cc in gpus_with_cc(f)}
@@ -451,7 +452,7 @@ def _flags_leave_out(f: Facts, archs: list[str]) -> bool:
         want = tuple(int(x) for x in cc.split("."))
         for a in archs:
             base = tuple(int(x) for x in a.removesuffix("+PTX").split("."))
-            if base == want or (a.endswith("+PTX") and base <= want):
+            if (base[0] == want[0] and base[1] <= want[1]) or (a.endswith("+PTX") and base <= want):
                 return True
         return False
 

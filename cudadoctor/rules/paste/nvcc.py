@@ -55,19 +55,6 @@ def nvcc_arch_error(f: Facts, h: PasteHit) -> Finding:
         return NO_KERNELS.finding(
             title=msg("nvcc (CUDA {have}) refused {arch}", have=_v(have), arch=arch), fix=[fix("See it", "nvcc -V")]
         )
-    fixes = [
-        fix(
-            msg(
-                "Build with CUDA {need} or newer: its nvcc first on PATH, and a torch built for that CUDA's major",
-                need=_v(first),
-            ),
-            "nvcc -V",
-            'python -c "import torch; print(torch.version.cuda)"',
-        )
-    ]
-    lower = _lower_minor(cc, have)
-    if lower is not None and not cmake:
-        fixes.append(_lower_fix(lower, cc, windows))
     if last is not None and have is None:  # dropped later too: the paste does not show which toolkit it was
         return NO_KERNELS.finding(
             title=msg(
@@ -89,6 +76,19 @@ def nvcc_arch_error(f: Facts, h: PasteHit) -> Finding:
                 )
             ],
         )
+    fixes = [
+        fix(
+            msg(
+                "Build with CUDA {need} or newer: its nvcc first on PATH, and a torch built for that CUDA's major",
+                need=_v(first),
+            ),
+            "nvcc -V",
+            'python -c "import torch; print(torch.version.cuda)"',
+        )
+    ]
+    lower = _lower_minor(cc, have)
+    if lower is not None and not cmake:
+        fixes.append(_lower_fix(lower, cc, windows))
     return NO_KERNELS.finding(
         title=msg(
             "The nvcc that builds the extension cannot compile for {arch}: it is older than CUDA {need}",
